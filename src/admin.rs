@@ -1,0 +1,219 @@
+//! Administrative commands (domains and keys) and the channel the command line uses to reach a
+//! running server. redb admits one process per file, so while `serve` runs, the CLI sends its
+//! command over a Unix socket in the data directory (mode 0600: only the owner can administer) and
+//! the server executes it; otherwise the CLI opens the file itself. Both run `execute`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// Name of the socket inside the data directory.
+pub const SOCKET: &str = "admin.sock";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Command {
+    DomainAdd {
+        name: String,
+    },
+    DomainList,
+    DomainRemove {
+        name: String,
+    },
+    KeyCreate {
+        name: String,
+        domain: Option<String>,
+    },
+    KeyList,
+    KeyRevoke {
+        id: String,
+    },
+}
+
+impl Command {
+    /// Whether the command changes which keys are valid.
+    pub fn changes_keys(&self) -> bool {
+        matches!(
+            self,
+            Command::DomainRemove { .. } | Command::KeyCreate { .. } | Command::KeyRevoke { .. }
+        )
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Answer {
+    ok: bool,
+    output: String,
+}
+
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(SOCKET)
+}
+
+/// Runs a command against an open store and returns what to print.
+pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result<String> {
+    match command {
+        Command::DomainAdd { name } => {
+            let name = crate::address::normalize_domain(&name).map_err(|e| {
+                Error::invalid(
+                    format!("invalid domain: {e}"),
+                    "pass a name such as example.com",
+                )
+            })?;
+            let domain = crate::dkim::generate(&name)?;
+            let lines = crate::dkim::zone_lines(&domain, mx_host);
+            store.write_blocking(move |w| w.add_domain(&domain))?;
+            Ok(format!("added {name}\n{}\n", lines.join("\n")))
+        }
+        Command::DomainList => {
+            let domains = store.read_blocking(|r| r.domains())?;
+            let mut out = String::new();
+            for d in domains {
+                let selectors: Vec<_> = d.dkim.iter().map(|k| k.selector.as_str()).collect();
+                out.push_str(&format!("{}\tdkim={}\n", d.name, selectors.join(",")));
+            }
+            Ok(out)
+        }
+        Command::DomainRemove { name } => {
+            let name = name.trim().to_ascii_lowercase();
+            let owned = name.clone();
+            let r = store.write_blocking(move |w| w.remove_domain(&owned))?;
+            Ok(format!(
+                "removed {name}: {} mailboxes, {} emails, {} contacts, {} sender groups, {} keys \
+                 revoked\n",
+                r.mailboxes, r.emails, r.contacts, r.sender_groups, r.keys_revoked
+            ))
+        }
+        Command::KeyCreate { name, domain } => {
+            let name = name.trim().to_owned();
+            if name.is_empty() {
+                return Err(Error::invalid("the key needs a name", "pass --name"));
+            }
+            let domain = domain.map(|d| d.trim().to_ascii_lowercase());
+            let (key, hash, secret) = crate::auth::new_key(&name, domain);
+            let scope = key.domain.clone().unwrap_or_else(|| "org-wide".into());
+            let id = key.id.clone();
+            store.write_blocking(move |w| w.create_key(&key, &hash))?;
+            Ok(format!(
+                "created key {id} ({scope}); it is shown only now, store it safely:\n{secret}\n"
+            ))
+        }
+        Command::KeyList => {
+            let keys = store.read_blocking(|r| r.keys())?;
+            let mut out = String::new();
+            for k in keys {
+                let scope = k.domain.as_deref().unwrap_or("org-wide");
+                let state = if k.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                out.push_str(&format!(
+                    "{}\t{}\t{}\t{}…\t{state}\n",
+                    k.id, k.name, scope, k.prefix
+                ));
+            }
+            Ok(out)
+        }
+        Command::KeyRevoke { id } => {
+            let key =
+                store.write_blocking(move |w| w.revoke_key(id.trim(), crate::ids::now_ms()))?;
+            Ok(format!("revoked {}\n", key.id))
+        }
+    }
+}
+
+/// Sends `command` to the server listening on `socket`. `Ok(None)` when no server listens there.
+pub fn send(socket: &Path, command: &Command) -> Result<Option<String>> {
+    let mut stream = match UnixStream::connect(socket) {
+        Ok(s) => s,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut line = serde_json::to_vec(command).map_err(Error::internal)?;
+    line.push(b'\n');
+    stream.write_all(&line)?;
+    let mut reply = String::new();
+    BufReader::new(stream).read_line(&mut reply)?;
+    let answer: Answer = serde_json::from_str(&reply)
+        .map_err(|e| Error::internal(format!("unreadable answer from the server: {e}")))?;
+    if answer.ok {
+        Ok(Some(answer.output))
+    } else {
+        Err(Error::Unavailable(answer.output))
+    }
+}
+
+/// Serves the admin socket until shutdown. `after` runs after each command that changed keys.
+pub async fn serve_socket(
+    listener: tokio::net::UnixListener,
+    app: crate::app::App,
+    mut shutdown: crate::shutdown::Shutdown,
+) {
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "admin accept failed");
+                    continue;
+                }
+            },
+            _ = shutdown.wait() => break,
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            if let Err(e) = answer(stream, app).await {
+                tracing::warn!(error = %e, "admin command failed");
+            }
+        });
+    }
+}
+
+async fn answer(stream: tokio::net::UnixStream, app: crate::app::App) -> Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    tokio::io::BufReader::new(read.take(64 * 1024))
+        .read_line(&mut line)
+        .await?;
+    let outcome = match serde_json::from_str::<Command>(&line) {
+        Ok(command) => {
+            tracing::info!(?command, "admin command");
+            tokio::task::spawn_blocking(move || {
+                let refresh = command.changes_keys();
+                let out = execute(&app.store, command, app.config.smtp.hostname.as_deref());
+                if refresh && out.is_ok() {
+                    app.keys.reload(&app.store)?;
+                }
+                out
+            })
+            .await
+            .map_err(Error::internal)?
+        }
+        Err(e) => Err(Error::invalid(format!("unknown admin command: {e}"), "")),
+    };
+    let answer = match outcome {
+        Ok(output) => Answer { ok: true, output },
+        Err(e) => Answer {
+            ok: false,
+            output: e.to_string(),
+        },
+    };
+    let mut bytes = serde_json::to_vec(&answer).map_err(Error::internal)?;
+    bytes.push(b'\n');
+    write.write_all(&bytes).await?;
+    Ok(())
+}

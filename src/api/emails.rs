@@ -1,0 +1,70 @@
+//! `/v1/emails`: stored messages of the key's mailboxes.
+
+use crate::error::{Error, Result};
+use crate::http::request::int_param;
+use crate::http::{Ctx, Reply};
+use crate::store::{Deleted, Folder};
+
+pub async fn list(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let folder = match ctx.query_value("folder") {
+        None => Folder::Inbox,
+        Some(name) => Folder::parse(name.trim()).ok_or_else(|| {
+            Error::invalid(
+                format!("`folder` must be one of inbox, sent, outbox, drafts, trash; got {name:?}"),
+                "pass folder=inbox (the default), sent, outbox, drafts or trash",
+            )
+        })?,
+    };
+    let limit = int_param(ctx.query_value("limit"), "limit", 1, 100, 50)? as usize;
+    let wanted = ctx
+        .query_value("mailbox")
+        .map(|m| super::mailboxes::local_part_of(&m, &domain))
+        .transpose()?;
+    let json = ctx
+        .app
+        .store
+        .read(move |r| {
+            let local = match wanted {
+                Some(local) => {
+                    r.mailbox(&domain, &local)?
+                        .ok_or_else(|| Error::not_found("mailbox"))?;
+                    local
+                }
+                // The default is the domain's first mailbox, the one created earliest.
+                None => match r
+                    .mailboxes(&domain)?
+                    .into_iter()
+                    .min_by_key(|m| m.created_at)
+                {
+                    Some(first) => first.local_part,
+                    None => return Ok(b"[]".to_vec()),
+                },
+            };
+            r.folder_json(&format!("{local}@{domain}"), folder, limit)
+        })
+        .await?;
+    Ok(Reply::json_bytes(hyper::StatusCode::OK, json.into()))
+}
+
+pub async fn get(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let id = ctx.param("id").to_owned();
+    let email = ctx.app.store.read(move |r| r.email(&domain, &id)).await?;
+    Reply::ok(&email.ok_or_else(|| Error::not_found("email"))?)
+}
+
+pub async fn delete(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let id = ctx.param("id").to_owned();
+    let outcome = ctx
+        .app
+        .store
+        .write(move |w| w.delete_email(&domain, &id))
+        .await?;
+    let (deleted, moved) = match outcome {
+        Deleted::MovedToTrash => (false, "trash"),
+        Deleted::Removed => (true, "none"),
+    };
+    Reply::ok(&serde_json::json!({ "deleted": deleted, "moved": moved }))
+}

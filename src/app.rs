@@ -1,0 +1,99 @@
+//! Shared state and the server's life cycle: open, listen, announce, serve, drain, close.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::net::{TcpListener, UnixListener};
+
+use crate::auth::KeyTable;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::http::Router;
+use crate::shutdown::Shutdown;
+use crate::store::Store;
+
+pub struct AppState {
+    pub config: Config,
+    pub store: Store,
+    pub keys: KeyTable,
+    pub router: Router,
+    /// Where error objects point for reference.
+    pub documentation_url: String,
+    /// The OpenAPI document as JSON, converted from `schema/openapi.yaml` at build time.
+    pub openapi_json: Bytes,
+}
+
+pub type App = Arc<AppState>;
+
+/// The OpenAPI document, exactly as written.
+pub const OPENAPI_YAML: &str = include_str!("../schema/openapi.yaml");
+const OPENAPI_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
+
+impl AppState {
+    pub fn new(config: Config, store: Store) -> Result<App> {
+        let keys = KeyTable::default();
+        keys.reload(&store)?;
+        let router = Router::new(crate::api::routes()).map_err(Error::internal)?;
+        let documentation_url = format!("{}/openapi.json", config.public_url());
+        Ok(Arc::new(AppState {
+            config,
+            store,
+            keys,
+            router,
+            documentation_url,
+            openapi_json: Bytes::from_static(OPENAPI_JSON.as_bytes()),
+        }))
+    }
+}
+
+/// Bound sockets, so callers (and tests) choose addresses, including port 0.
+pub struct Listeners {
+    pub http: TcpListener,
+    pub admin: UnixListener,
+}
+
+/// Binds what `config` asks for. The admin socket is replaced if a stale one is left over: the
+/// store's file lock, already held, proves no other server uses this directory.
+pub async fn bind(config: &Config) -> Result<Listeners> {
+    let http = TcpListener::bind(config.http.listen)
+        .await
+        .map_err(|e| Error::Unavailable(format!("cannot listen on {}: {e}", config.http.listen)))?;
+    let path = crate::admin::socket_path(&config.data_dir);
+    let _ = std::fs::remove_file(&path);
+    let admin = UnixListener::bind(&path).map_err(|e| {
+        Error::Unavailable(format!(
+            "cannot create the admin socket {}: {e}",
+            path.display()
+        ))
+    })?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(Listeners { http, admin })
+}
+
+/// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
+pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<()> {
+    let admin_path = listeners
+        .admin
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
+    let admin = tokio::spawn(crate::admin::serve_socket(
+        listeners.admin,
+        app.clone(),
+        shutdown.clone(),
+    ));
+    crate::http::server::serve(listeners.http, app.clone(), shutdown).await;
+    let _ = admin.await;
+    if let Some(path) = admin_path {
+        let _ = std::fs::remove_file(path);
+    }
+    let store_app = app.clone();
+    tokio::task::spawn_blocking(move || store_app.store.close())
+        .await
+        .map_err(Error::internal)?;
+    tracing::info!("store closed");
+    Ok(())
+}

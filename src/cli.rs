@@ -1,0 +1,134 @@
+//! The command line, a contract that scripts and tests depend on (see decisions.md).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "edgemail",
+    version,
+    about = "Email hosting and sending in one binary"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server.
+    Serve(ServeArgs),
+    /// Run the server with a demo domain, mailbox and key, and print commands to try.
+    Demo(ServeArgs),
+    /// Manage hosted domains.
+    Domain {
+        #[command(subcommand)]
+        command: DomainCommand,
+    },
+    /// Manage API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+/// Options every command takes.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Data directory (holds the database file and the admin socket).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// HTTP listen address (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Public base URL of this server, used in links we hand out.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Create a demo domain, mailbox and key at start and print how to use them.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DomainCommand {
+    /// Add a domain: generates its DKIM keys and prints the DNS records to publish.
+    Add {
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List hosted domains.
+    List {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Remove a domain with its mailboxes, emails, contacts, groups and keys.
+    Remove {
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Create a key; the secret is printed once, alone on the last line.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// Scope the key to one domain.
+        #[arg(long, conflicts_with = "org", required_unless_present = "org")]
+        domain: Option<String>,
+        /// Make an org-wide key (analytics of every domain, no writes).
+        #[arg(long)]
+        org: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List keys (never their secrets).
+    List {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Revoke a key by id; it stops working at once.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+impl ServeArgs {
+    /// The flags as configuration overrides.
+    pub fn overrides(&self) -> Vec<(&'static str, String)> {
+        let mut out = self.common.overrides();
+        if let Some(addr) = self.http {
+            out.push(("http.listen", addr.to_string()));
+        }
+        if let Some(url) = &self.public_url {
+            out.push(("http.public_url", url.clone()));
+        }
+        out
+    }
+}
+
+impl Common {
+    pub fn overrides(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(dir) = &self.data {
+            out.push(("storage.data_dir", dir.display().to_string()));
+        }
+        out
+    }
+}

@@ -1,0 +1,313 @@
+//! Configuration: defaults, then a TOML file, then `EDGEMAIL_<SECTION>_<KEY>` variables, then
+//! command-line flags; the later wins. Every key is known by name, so a typo is an error, and all
+//! problems are reported together rather than one per start attempt.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub http: Http,
+    pub smtp: Smtp,
+    pub log: Log,
+}
+
+#[derive(Debug, Clone)]
+pub struct Http {
+    pub listen: SocketAddr,
+    /// Base of links we hand out (documentation, later tracking); defaults to `http://<listen>`.
+    pub public_url: Option<String>,
+    pub body_limit: usize,
+    pub header_timeout: Duration,
+    pub keep_alive: bool,
+    pub max_connections: usize,
+    pub shutdown_grace: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Smtp {
+    /// The name this server answers to as a mail exchanger; MX records point at it.
+    pub hostname: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Log {
+    /// A `tracing` filter such as `info` or `edgemail=debug,warn`.
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./edgemail-data"),
+            http: Http {
+                listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+                public_url: None,
+                body_limit: 1024 * 1024,
+                header_timeout: Duration::from_secs(10),
+                keep_alive: true,
+                max_connections: 10_000,
+                shutdown_grace: Duration::from_secs(10),
+            },
+            smtp: Smtp { hostname: None },
+            log: Log {
+                level: "info".into(),
+            },
+        }
+    }
+}
+
+impl Config {
+    /// The public base URL without a trailing slash.
+    pub fn public_url(&self) -> String {
+        match &self.http.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.http.listen),
+        }
+    }
+}
+
+type Setter = fn(&mut Config, &str) -> Result<(), String>;
+
+/// Every key, as `section.key`, with the function that parses and sets it.
+const KEYS: &[(&str, Setter)] = &[
+    ("storage.data_dir", |c, v| {
+        c.data_dir = PathBuf::from(v);
+        Ok(())
+    }),
+    ("http.listen", |c, v| {
+        c.http.listen = parse_addr(v)?;
+        Ok(())
+    }),
+    ("http.public_url", |c, v| {
+        if !(v.starts_with("http://") || v.starts_with("https://")) {
+            return Err("expected a URL starting with http:// or https://".into());
+        }
+        c.http.public_url = Some(v.to_owned());
+        Ok(())
+    }),
+    ("http.body_limit", |c, v| {
+        c.http.body_limit = parse_size(v)?;
+        Ok(())
+    }),
+    ("http.header_timeout", |c, v| {
+        c.http.header_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("http.keep_alive", |c, v| {
+        c.http.keep_alive = parse_bool(v)?;
+        Ok(())
+    }),
+    ("http.max_connections", |c, v| {
+        c.http.max_connections = v
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("http.shutdown_grace", |c, v| {
+        c.http.shutdown_grace = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.hostname", |c, v| {
+        c.smtp.hostname = Some(crate::address::normalize_domain(v)?);
+        Ok(())
+    }),
+    ("log.level", |c, v| {
+        c.log.level = v.to_owned();
+        Ok(())
+    }),
+];
+
+/// The environment variable of a key: `http.body_limit` -> `EDGEMAIL_HTTP_BODY_LIMIT`.
+pub fn env_name(key: &str) -> String {
+    format!("EDGEMAIL_{}", key.replace('.', "_").to_ascii_uppercase())
+}
+
+/// Builds the configuration. `flags` are `(key, value)` pairs from the command line.
+pub fn load(
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+    flags: &[(&'static str, String)],
+) -> Result<Config, Vec<String>> {
+    let mut config = Config::default();
+    let mut problems = Vec::new();
+    if let Some(path) = file {
+        match std::fs::read_to_string(path) {
+            Ok(text) => apply_file(
+                &mut config,
+                &text,
+                &path.display().to_string(),
+                &mut problems,
+            ),
+            Err(e) => problems.push(format!("{}: {e}", path.display())),
+        }
+    }
+    for (name, value) in env {
+        if !name.starts_with("EDGEMAIL_") {
+            continue;
+        }
+        match KEYS.iter().find(|(key, _)| env_name(key) == name) {
+            Some((key, set)) => apply(&mut config, key, *set, &value, &name, &mut problems),
+            None => problems.push(format!("{name}: not a configuration variable")),
+        }
+    }
+    for (key, value) in flags {
+        if let Some((_, set)) = KEYS.iter().find(|(k, _)| k == key) {
+            apply(
+                &mut config,
+                key,
+                *set,
+                value,
+                "the command line",
+                &mut problems,
+            );
+        }
+    }
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(problems)
+    }
+}
+
+fn apply(c: &mut Config, key: &str, set: Setter, value: &str, origin: &str, out: &mut Vec<String>) {
+    if let Err(e) = set(c, value.trim()) {
+        out.push(format!("{key} = {value:?} (from {origin}): {e}"));
+    }
+}
+
+fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<String>) {
+    let table: toml::Table = match text.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(format!("{origin}: {e}"));
+            return;
+        }
+    };
+    for (section, entries) in &table {
+        let Some(entries) = entries.as_table() else {
+            problems.push(format!("{origin}: `{section}` must be a [section]"));
+            continue;
+        };
+        for (name, value) in entries {
+            let key = format!("{section}.{name}");
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                _ => {
+                    problems.push(format!(
+                        "{origin}: {key} must be a string, number or boolean"
+                    ));
+                    continue;
+                }
+            };
+            match KEYS.iter().find(|(k, _)| *k == key) {
+                Some((_, set)) => apply(config, &key, *set, &text, origin, problems),
+                None => problems.push(format!("{origin}: unknown key {key}")),
+            }
+        }
+    }
+}
+
+fn parse_addr(v: &str) -> Result<SocketAddr, String> {
+    v.parse()
+        .map_err(|_| "expected an address such as 127.0.0.1:8080 or [::]:8080".into())
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v {
+        "true" | "yes" | "on" | "1" => Ok(true),
+        "false" | "no" | "off" | "0" => Ok(false),
+        _ => Err("expected true or false".into()),
+    }
+}
+
+/// `500ms`, `30s`, `5m`, `2h`, `3d`.
+pub fn parse_duration(v: &str) -> Result<Duration, String> {
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| "expected a duration such as 500ms, 30s, 5m, 2h or 3d")?;
+    let ms = match unit {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1_000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
+        _ => return Err("expected a duration unit: ms, s, m, h or d".into()),
+    };
+    ms.map(Duration::from_millis)
+        .ok_or_else(|| "the duration is too long".into())
+}
+
+/// `1048576`, `512KiB`, `1MiB`, `25MiB`, `1GiB`.
+pub fn parse_size(v: &str) -> Result<usize, String> {
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let n: usize = number
+        .parse()
+        .map_err(|_| "expected a size such as 1048576, 512KiB or 1MiB")?;
+    let factor = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" | "KB" => 1 << 10,
+        "MiB" | "M" | "MB" => 1 << 20,
+        "GiB" | "G" | "GB" => 1 << 30,
+        _ => return Err("expected a size unit: KiB, MiB or GiB".into()),
+    };
+    n.checked_mul(factor)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| "the size is out of range".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order_and_flags_win() {
+        let dir = std::env::temp_dir().join(format!("edgemail-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let file = dir.join("c.toml");
+        std::fs::write(
+            &file,
+            "[http]\nlisten = \"127.0.0.1:1\"\nbody_limit = \"2MiB\"\n",
+        )
+        .expect("write");
+        let env = vec![("EDGEMAIL_HTTP_LISTEN".to_owned(), "127.0.0.1:2".to_owned())];
+        let flags = [("http.listen", "127.0.0.1:3".to_owned())];
+        let c = load(Some(&file), env, &flags).expect("valid");
+        assert_eq!(c.http.listen.port(), 3);
+        assert_eq!(c.http.body_limit, 2 << 20);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let env = vec![
+            ("EDGEMAIL_HTTP_LISTEN".to_owned(), "nowhere".to_owned()),
+            ("EDGEMAIL_HTTP_BODY_LIMT".to_owned(), "1".to_owned()),
+            (
+                "EDGEMAIL_HTTP_HEADER_TIMEOUT".to_owned(),
+                "10 parsecs".to_owned(),
+            ),
+        ];
+        let problems = load(None, env, &[]).expect_err("invalid");
+        assert_eq!(problems.len(), 3, "{problems:?}");
+    }
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("3d"), Ok(Duration::from_secs(3 * 86_400)));
+        assert!(parse_duration("5").is_err());
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert!(parse_size("0").is_err());
+    }
+}

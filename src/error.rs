@@ -1,0 +1,112 @@
+//! The crate's one error type. Every layer returns it; `http::error` is the single place that turns
+//! it into a status, a stable code and the six-field error object of the spec.
+
+use std::fmt;
+
+/// A recipient refused before sending (spec section 2, "Blocked recipient").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Blocked {
+    pub email: String,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug)]
+pub enum Error {
+    /// 400: the request is malformed; `hint` tells the caller how to fix it.
+    Invalid { message: String, hint: String },
+    /// 401
+    Unauthorized(&'static str),
+    /// 403
+    Forbidden(&'static str),
+    /// 404; the text names the kind of thing that was not found.
+    NotFound(String),
+    /// 405; the methods that the path does accept.
+    MethodNotAllowed(Vec<&'static str>),
+    /// 409
+    Conflict(String),
+    /// 413
+    PayloadTooLarge(usize),
+    /// 415
+    UnsupportedMediaType,
+    /// 422 with the recipients that were refused.
+    Unprocessable {
+        message: String,
+        blocked: Vec<Blocked>,
+    },
+    /// 429; seconds until a retry can succeed.
+    RateLimited { retry_after: u64 },
+    /// 503
+    Unavailable(String),
+    /// 500: never shown in detail to the client; the detail goes to the log.
+    Internal(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn invalid(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Error::Invalid {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Error::NotFound(format!("{what} not found"))
+    }
+
+    pub fn internal(detail: impl fmt::Display) -> Self {
+        Error::Internal(detail.to_string())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Invalid { message, .. } => f.write_str(message),
+            Error::Unauthorized(m) | Error::Forbidden(m) => f.write_str(m),
+            Error::NotFound(m) | Error::Conflict(m) | Error::Unavailable(m) => f.write_str(m),
+            Error::MethodNotAllowed(allow) => {
+                write!(
+                    f,
+                    "method not allowed; this path accepts {}",
+                    allow.join(", ")
+                )
+            }
+            Error::PayloadTooLarge(limit) => write!(f, "request body exceeds {limit} bytes"),
+            Error::UnsupportedMediaType => f.write_str("request body must be JSON"),
+            Error::Unprocessable { message, .. } => f.write_str(message),
+            Error::RateLimited { retry_after } => {
+                write!(f, "rate limit exceeded; retry in {retry_after}s")
+            }
+            Error::Internal(detail) => write!(f, "internal error: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+macro_rules! storage_error {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Internal(format!("storage: {e}"))
+            }
+        }
+    )*};
+}
+storage_error!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Internal(format!("io: {e}"))
+    }
+}

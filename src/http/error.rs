@@ -1,0 +1,129 @@
+//! The one mapping from `Error` to an HTTP status, a stable code and the spec's six-field error
+//! object. Nothing else in the crate decides a status or a code for an error.
+
+use bytes::Bytes;
+use hyper::StatusCode;
+use hyper::header::{ALLOW, HeaderValue, RETRY_AFTER};
+use serde::Serialize;
+
+use super::reply::Reply;
+use crate::error::{Blocked, Error};
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: &'a str,
+    code: &'static str,
+    message: &'a str,
+    hint: &'a str,
+    status: u16,
+    documentation_url: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocked: Option<&'a [Blocked]>,
+}
+
+/// Status and code of each error kind, with the hint shown when the error carries none.
+fn classify(error: &Error) -> (StatusCode, &'static str, &'static str) {
+    match error {
+        Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "invalid_request", ""),
+        Error::Unauthorized(_) => (
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "create a key with `edgemail key create` and send it as `Authorization: Bearer <key>`",
+        ),
+        Error::Forbidden(_) => (
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "use a key scoped to a domain for this endpoint; org-wide keys may only read analytics",
+        ),
+        Error::NotFound(_) => (
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "check the path and the id; a key only sees the resources of its own domain",
+        ),
+        Error::MethodNotAllowed(_) => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "use one of the methods listed in the Allow header",
+        ),
+        Error::Conflict(_) => (
+            StatusCode::CONFLICT,
+            "conflict",
+            "the resource already exists; use it, or choose another name",
+        ),
+        Error::PayloadTooLarge(_) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request",
+            "send a smaller body; the limit is set by http.body_limit",
+        ),
+        Error::UnsupportedMediaType => (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request",
+            "send the body as JSON with `Content-Type: application/json`",
+        ),
+        Error::Unprocessable { .. } => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unprocessable_entity",
+            "every recipient was refused; see `blocked` for the reason of each. Retrying \
+             unchanged gives the same answer",
+        ),
+        Error::RateLimited { .. } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "wait for the number of seconds in the Retry-After header, then retry",
+        ),
+        Error::Unavailable(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "the server is starting or stopping; retry shortly",
+        ),
+        Error::Internal(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "retry later; if it keeps failing, report it with the time of the request",
+        ),
+    }
+}
+
+pub fn error_reply(error: &Error, documentation_url: &str) -> Reply {
+    let (status, code, default_hint) = classify(error);
+    let message = match error {
+        Error::Internal(detail) => {
+            tracing::error!(%detail, "internal error");
+            "internal server error".to_owned()
+        }
+        other => other.to_string(),
+    };
+    let hint = match error {
+        Error::Invalid { hint, .. } => hint.as_str(),
+        _ => default_hint,
+    };
+    let blocked = match error {
+        Error::Unprocessable { blocked, .. } => Some(blocked.as_slice()),
+        _ => None,
+    };
+    let body = Body {
+        error: &message,
+        code,
+        message: &message,
+        hint,
+        status: status.as_u16(),
+        documentation_url,
+        blocked,
+    };
+    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    let mut reply = Reply::json_bytes(status, Bytes::from(bytes));
+    match error {
+        Error::MethodNotAllowed(allow) => {
+            if let Ok(value) = HeaderValue::from_str(&allow.join(", ")) {
+                reply.headers.push((ALLOW, value));
+            }
+        }
+        Error::RateLimited { retry_after } => {
+            reply
+                .headers
+                .push((RETRY_AFTER, HeaderValue::from(*retry_after)));
+        }
+        _ => {}
+    }
+    reply
+}

@@ -1,0 +1,11 @@
+//! HTTP: the accept loop, routing, inputs, replies and the error mapping.
+
+pub mod error;
+pub mod reply;
+pub mod request;
+pub mod router;
+pub mod server;
+
+pub use reply::Reply;
+pub use request::Ctx;
+pub use router::{Access, Route, Router};

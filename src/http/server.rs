@@ -1,0 +1,161 @@
+//! The accept loop and the per-request pipeline: route, authenticate, read the body, run the
+//! handler, log one line. Connections are capped by a semaphore (back-pressure: at the cap we stop
+//! accepting) and drained with a deadline on shutdown.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use super::error::error_reply;
+use super::request::Ctx;
+use super::router::Access;
+use crate::app::App;
+use crate::error::{Error, Result};
+use crate::shutdown::Shutdown;
+
+pub async fn serve(listener: TcpListener, app: App, mut shutdown: Shutdown) {
+    let cfg = &app.config.http;
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(cfg.header_timeout)
+        .keep_alive(cfg.keep_alive)
+        .max_buf_size(64 * 1024);
+    let limit = Arc::new(Semaphore::new(cfg.max_connections));
+    let graceful = GracefulShutdown::new();
+    loop {
+        let permit = tokio::select! {
+            permit = limit.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = shutdown.wait() => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of descriptors and similar: pause instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.wait() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let service = service_fn(move |req| handle(app.clone(), peer, req));
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, %peer, "connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let grace = app.config.http.shutdown_grace;
+    tokio::select! {
+        _ = graceful.shutdown() => tracing::info!("http connections drained"),
+        _ = tokio::time::sleep(grace) => tracing::warn!("http drain deadline passed; closing"),
+    }
+}
+
+async fn handle(
+    app: App,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let mut key_id = None;
+    let reply = match dispatch(&app, peer, req, &mut key_id).await {
+        Ok(reply) => reply,
+        Err(error) => error_reply(&error, &app.documentation_url),
+    };
+    tracing::info!(
+        target: "edgemail::request",
+        method = %method,
+        path = %path,
+        status = reply.status.as_u16(),
+        micros = started.elapsed().as_micros() as u64,
+        key = key_id.as_deref().unwrap_or("-"),
+    );
+    Ok(reply.into_response())
+}
+
+async fn dispatch(
+    app: &App,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+    key_id: &mut Option<Arc<str>>,
+) -> Result<super::reply::Reply> {
+    let matched = app.router.find(req.method(), req.uri().path())?;
+    let principal = match matched.route.access {
+        Access::Public => None,
+        access => {
+            let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+            let principal = app.keys.authenticate(header)?;
+            *key_id = Some(principal.key_id.clone());
+            if access == Access::Domain {
+                principal.domain()?;
+            }
+            Some(principal)
+        }
+    };
+    let handler = matched.route.handler;
+    let params = matched.params;
+    let query = req.uri().query().map(str::to_owned);
+    let body = read_body(req, app.config.http.body_limit).await?;
+    let ctx = Ctx {
+        app: app.clone(),
+        principal,
+        params,
+        query,
+        body,
+        peer,
+    };
+    handler(ctx).await
+}
+
+/// Reads the whole body, refusing non-JSON content types (415) and bodies over the limit (413)
+/// before buffering them.
+async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes> {
+    if let Some(ct) = req.headers().get(CONTENT_TYPE) {
+        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        let json = essence == "application/json" || essence.ends_with("+json");
+        if !json && !essence.is_empty() {
+            return Err(Error::UnsupportedMediaType);
+        }
+    }
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(Error::PayloadTooLarge(limit));
+    }
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Error::PayloadTooLarge(limit)),
+        Err(e) => Err(Error::invalid(
+            format!("the request body could not be read: {e}"),
+            "send the complete body with a correct Content-Length",
+        )),
+    }
+}

@@ -1,0 +1,33 @@
+//! edgemail: email hosting and sending in one binary.
+//!
+//! - `cli`      the command line (a contract: see decisions.md)
+//! - `config`   defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`
+//! - `app`      shared state and the server's life cycle
+//! - `http`     accept loop, router, inputs, replies, the one error mapping
+//! - `api`      one module per REST resource, and the route table
+//! - `auth`     API keys: format, hashing, the in-memory key table
+//! - `admin`    domain and key commands, and the socket the CLI reaches a running server by
+//! - `store`    the redb file: tables, group commit, one module per entity
+//! - `dkim`     DKIM key generation and the DNS records to publish
+//! - `address`  address, local part and domain syntax
+//! - `demo`     demo data for a first run
+//! - `logging`  tracing to stderr without blocking requests
+//! - `ids`      time-ordered ids, secrets, the clock
+//! - `error`    the crate's one error type
+//! - `shutdown` the shutdown signal
+
+pub mod address;
+pub mod admin;
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod dkim;
+pub mod error;
+pub mod http;
+pub mod ids;
+pub mod logging;
+pub mod shutdown;
+pub mod store;

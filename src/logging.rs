@@ -1,0 +1,121 @@
+//! Tracing to stderr through a background thread. A request formats its log line into a buffer and
+//! hands it over; the thread writes whole batches, so logging costs no syscall on the request path.
+//! When the queue is full, lines are dropped (and counted) rather than slowing requests down.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::time::Duration;
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
+
+const QUEUE: usize = 16_384;
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+enum Msg {
+    Line(Vec<u8>),
+    Flush(SyncSender<()>),
+}
+
+#[derive(Clone)]
+struct Queue(SyncSender<Msg>);
+
+pub struct LineWriter {
+    buf: Vec<u8>,
+    queue: SyncSender<Msg>,
+}
+
+impl Write for LineWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LineWriter {
+    fn drop(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let line = std::mem::take(&mut self.buf);
+        if let Err(TrySendError::Full(_)) = self.queue.try_send(Msg::Line(line)) {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<'a> MakeWriter<'a> for Queue {
+    type Writer = LineWriter;
+
+    fn make_writer(&'a self) -> LineWriter {
+        LineWriter {
+            buf: Vec::with_capacity(160),
+            queue: self.0.clone(),
+        }
+    }
+}
+
+/// Flushes queued lines when dropped; keep it alive for the life of the process.
+pub struct Guard(SyncSender<Msg>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let (done, wait) = sync_channel(1);
+        if self.0.send(Msg::Flush(done)).is_ok() {
+            let _ = wait.recv_timeout(Duration::from_secs(2));
+        }
+    }
+}
+
+/// Installs the global subscriber with `filter` (e.g. `info`); `RUST_LOG` overrides it.
+pub fn init(filter: &str) -> Guard {
+    let (tx, rx) = sync_channel(QUEUE);
+    let _ = std::thread::Builder::new()
+        .name("log-writer".into())
+        .spawn(move || drain(rx));
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(filter))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(Queue(tx.clone()))
+        .with_ansi(false)
+        .try_init();
+    Guard(tx)
+}
+
+fn drain(rx: Receiver<Msg>) {
+    // Not `stderr().lock()`: holding the lock would block every other stderr writer for good.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr());
+    let mut reported = 0;
+    while let Ok(msg) = rx.recv() {
+        let mut next = Some(msg);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Line(line) => {
+                    let _ = out.write_all(&line);
+                }
+                Msg::Flush(done) => {
+                    let _ = out.flush();
+                    let _ = done.send(());
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        let dropped = DROPPED.load(Ordering::Relaxed);
+        if dropped != reported {
+            let _ = writeln!(
+                out,
+                "WARN log queue full: {} lines dropped",
+                dropped - reported
+            );
+            reported = dropped;
+        }
+        let _ = out.flush();
+    }
+}

@@ -1,0 +1,142 @@
+//! Thin entry point: parse the command line and hand over to the library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use edgemail::admin::{self, Command as Admin};
+use edgemail::cli::{Cli, Command, Common, DomainCommand, KeyCommand, ServeArgs};
+use edgemail::config::{self, Config};
+use edgemail::error::Error;
+use edgemail::store::Store;
+use edgemail::{app, demo, logging, shutdown};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Demo(mut args) => {
+            args.demo = true;
+            serve(args)
+        }
+        Command::Domain { command } => match command {
+            DomainCommand::Add { name, common } => administer(&common, Admin::DomainAdd { name }),
+            DomainCommand::List { common } => administer(&common, Admin::DomainList),
+            DomainCommand::Remove { name, common } => {
+                administer(&common, Admin::DomainRemove { name })
+            }
+        },
+        Command::Key { command } => match command {
+            KeyCommand::Create {
+                name,
+                domain,
+                org: _,
+                common,
+            } => administer(&common, Admin::KeyCreate { name, domain }),
+            KeyCommand::List { common } => administer(&common, Admin::KeyList),
+            KeyCommand::Revoke { id, common } => administer(&common, Admin::KeyRevoke { id }),
+        },
+    }
+}
+
+fn load_config(file: Option<&std::path::Path>, flags: &[(&'static str, String)]) -> Option<Config> {
+    match config::load(file, std::env::vars(), flags) {
+        Ok(c) => Some(c),
+        Err(problems) => {
+            eprintln!("edgemail: invalid configuration:");
+            for p in problems {
+                eprintln!("  {p}");
+            }
+            None
+        }
+    }
+}
+
+/// Runs an admin command through the running server when there is one, else on the file itself.
+fn administer(common: &Common, command: Admin) -> ExitCode {
+    let Some(config) = load_config(common.config.as_deref(), &common.overrides()) else {
+        return ExitCode::from(2);
+    };
+    let socket = admin::socket_path(&config.data_dir);
+    let outcome = match admin::send(&socket, &command) {
+        Ok(Some(output)) => Ok(output),
+        Ok(None) => Store::open(&config.data_dir).and_then(|store| {
+            let out = admin::execute(&store, command, config.smtp.hostname.as_deref());
+            store.close();
+            out
+        }),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("edgemail: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let Some(config) = load_config(args.common.config.as_deref(), &args.overrides()) else {
+        return ExitCode::from(2);
+    };
+    let _log = logging::init(&config.log.level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("edgemail: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(config, args.demo));
+    // Tasks still holding state end here, so the store's file is released before exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "server stopped");
+            eprintln!("edgemail: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
+    let data_dir = config.data_dir.clone();
+    let store = tokio::task::spawn_blocking(move || Store::open(&data_dir))
+        .await
+        .map_err(Error::internal)??;
+    let listeners = app::bind(&config).await?;
+    let http = listeners.http.local_addr()?;
+    if config.http.listen.port() == 0 {
+        config.http.listen = http;
+    }
+    let app = app::AppState::new(config, store)?;
+    if demo_mode {
+        let state = app.clone();
+        let text = tokio::task::spawn_blocking(move || {
+            let out = demo::prepare(&state.store, &state.config.public_url());
+            state.keys.reload(&state.store)?;
+            out
+        })
+        .await
+        .map_err(Error::internal)??;
+        println!("{text}");
+    }
+    eprintln!("listening http={http}");
+    eprintln!("ready");
+    let (trigger, stop) = shutdown::channel();
+    tokio::spawn(async move {
+        shutdown::signal().await;
+        trigger.fire();
+    });
+    app::run(app, listeners, stop).await
+}

@@ -1,0 +1,222 @@
+//! Stored messages. The full document lives in `EMAILS`; the folder index carries each message's
+//! summary, so listing a folder is one range read that never decodes a body.
+
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+
+use super::tables::*;
+use super::{Rtx, Wtx, decode, encode};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Folder {
+    Inbox,
+    Sent,
+    Outbox,
+    Drafts,
+    Trash,
+}
+
+impl Folder {
+    pub const ALL: [Folder; 5] = [
+        Folder::Inbox,
+        Folder::Sent,
+        Folder::Outbox,
+        Folder::Drafts,
+        Folder::Trash,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Folder::Inbox => "inbox",
+            Folder::Sent => "sent",
+            Folder::Outbox => "outbox",
+            Folder::Drafts => "drafts",
+            Folder::Trash => "trash",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Folder> {
+        Folder::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// The list item of `GET /v1/emails`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub id: String,
+    pub mailbox: String,
+    pub folder: Folder,
+    pub from: String,
+    pub to: Vec<String>,
+    pub subject: String,
+    pub snippet: String,
+    pub status: String,
+    pub created_at: u64,
+    pub size: u64,
+    pub has_attachments: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Email {
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub cc: Vec<String>,
+    pub reply_to: Option<String>,
+    pub message_id: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub headers: Vec<Header>,
+    pub text: Option<String>,
+    pub html: Option<String>,
+    pub attachments: Vec<Attachment>,
+    pub deliveries: Vec<Delivery>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    pub filename: Option<String>,
+    pub content_type: String,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    pub recipient: String,
+    pub status: String,
+    pub attempts: u32,
+    pub last_response: Option<String>,
+    pub updated_at: u64,
+}
+
+/// Where a deleted email went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleted {
+    MovedToTrash,
+    Removed,
+}
+
+impl Email {
+    fn domain(&self) -> &str {
+        self.summary.mailbox.rsplit_once('@').map_or("", |(_, d)| d)
+    }
+}
+
+fn index_key(s: &Summary) -> (&str, u8, u64, &str) {
+    (
+        s.mailbox.as_str(),
+        s.folder.code(),
+        s.created_at,
+        s.id.as_str(),
+    )
+}
+
+impl Wtx<'_> {
+    /// Stores a message in its mailbox's folder. Used by sending and inbound delivery, and by
+    /// tests to seed a data directory.
+    pub fn insert_email(&mut self, email: &Email) -> Result<()> {
+        let mut emails = self.tx.open_table(EMAILS)?;
+        if emails.get(email.summary.id.as_str())?.is_some() {
+            return Err(Error::Conflict(format!(
+                "email {} already exists",
+                email.summary.id
+            )));
+        }
+        emails.insert(email.summary.id.as_str(), encode(email)?.as_slice())?;
+        let mut index = self.tx.open_table(EMAIL_INDEX)?;
+        index.insert(
+            index_key(&email.summary),
+            encode(&email.summary)?.as_slice(),
+        )?;
+        Ok(())
+    }
+
+    /// Moves the email to trash, or removes it when it is already there. Emails of mailboxes
+    /// outside `domain` are reported as not found.
+    pub fn delete_email(&mut self, domain: &str, id: &str) -> Result<Deleted> {
+        let mut emails = self.tx.open_table(EMAILS)?;
+        let found = emails
+            .get(id)?
+            .map(|v| decode::<Email>(v.value()))
+            .transpose()?;
+        let Some(mut email) = found.filter(|e| e.domain() == domain) else {
+            return Err(Error::not_found("email"));
+        };
+        let mut index = self.tx.open_table(EMAIL_INDEX)?;
+        index.remove(index_key(&email.summary))?;
+        if email.summary.folder == Folder::Trash {
+            emails.remove(id)?;
+            return Ok(Deleted::Removed);
+        }
+        email.summary.folder = Folder::Trash;
+        emails.insert(id, encode(&email)?.as_slice())?;
+        index.insert(
+            index_key(&email.summary),
+            encode(&email.summary)?.as_slice(),
+        )?;
+        Ok(Deleted::MovedToTrash)
+    }
+
+    /// Removes every email of a mailbox; returns how many.
+    pub(super) fn delete_mailbox_contents(&mut self, mailbox: &str) -> Result<usize> {
+        let mut index = self.tx.open_table(EMAIL_INDEX)?;
+        let mut ids = Vec::new();
+        let start = (mailbox, 0u8, 0u64, "");
+        for entry in index.range(start..)? {
+            let (key, _) = entry?;
+            let (m, folder, at, id) = key.value();
+            if m != mailbox {
+                break;
+            }
+            ids.push((folder, at, id.to_owned()));
+        }
+        let mut emails = self.tx.open_table(EMAILS)?;
+        for (folder, at, id) in &ids {
+            index.remove((mailbox, *folder, *at, id.as_str()))?;
+            emails.remove(id.as_str())?;
+        }
+        Ok(ids.len())
+    }
+}
+
+impl Rtx {
+    /// The email, if it belongs to a mailbox of `domain`.
+    pub fn email(&self, domain: &str, id: &str) -> Result<Option<Email>> {
+        let table = self.tx.open_table(EMAILS)?;
+        let found = table.get(id)?;
+        let email = found.map(|v| decode::<Email>(v.value())).transpose()?;
+        Ok(email.filter(|e| e.domain() == domain))
+    }
+
+    /// Up to `limit` summaries of a folder, newest first, as a JSON array.
+    pub fn folder_json(&self, mailbox: &str, folder: Folder, limit: usize) -> Result<Vec<u8>> {
+        let index = self.tx.open_table(EMAIL_INDEX)?;
+        let lo = (mailbox, folder.code(), 0u64, "");
+        let hi = (mailbox, folder.code() + 1, 0u64, "");
+        let mut out = Vec::with_capacity(1024);
+        out.push(b'[');
+        for (n, entry) in index.range(lo..hi)?.rev().take(limit).enumerate() {
+            let (_, value) = entry?;
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(value.value());
+        }
+        out.push(b']');
+        Ok(out)
+    }
+}

@@ -1,0 +1,100 @@
+//! Mailboxes: addresses on a hosted domain. Stored in their API shape, so a listing is the stored
+//! documents joined into an array without decoding them.
+
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+
+use super::tables::*;
+use super::{Rtx, Wtx, decode, encode, scan_domain};
+use crate::error::{Error, Result};
+use crate::ids::now_ms;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mailbox {
+    pub address: String,
+    pub local_part: String,
+    pub domain: String,
+    pub display_name: Option<String>,
+    pub created_at: u64,
+}
+
+impl Wtx<'_> {
+    /// Creates `local@domain`; `local` is already validated and lower-cased.
+    pub fn create_mailbox(
+        &mut self,
+        domain: &str,
+        local: &str,
+        display_name: Option<String>,
+    ) -> Result<Mailbox> {
+        if !self.domain_exists(domain)? {
+            return Err(Error::not_found("domain"));
+        }
+        let mut table = self.tx.open_table(MAILBOXES)?;
+        if table.get((domain, local))?.is_some() {
+            return Err(Error::Conflict(format!(
+                "mailbox {local}@{domain} already exists"
+            )));
+        }
+        let mailbox = Mailbox {
+            address: format!("{local}@{domain}"),
+            local_part: local.to_owned(),
+            domain: domain.to_owned(),
+            display_name,
+            created_at: now_ms(),
+        };
+        table.insert((domain, local), encode(&mailbox)?.as_slice())?;
+        Ok(mailbox)
+    }
+
+    /// Deletes the mailbox, every email in it, and its membership of every sender group.
+    pub fn delete_mailbox(&mut self, domain: &str, local: &str) -> Result<()> {
+        if self
+            .tx
+            .open_table(MAILBOXES)?
+            .remove((domain, local))?
+            .is_none()
+        {
+            return Err(Error::not_found("mailbox"));
+        }
+        let address = format!("{local}@{domain}");
+        self.delete_mailbox_contents(&address)?;
+        self.remove_from_groups(domain, &address)?;
+        Ok(())
+    }
+
+    pub(super) fn domain_mailboxes(&self, domain: &str) -> Result<Vec<Mailbox>> {
+        scan_domain(&self.tx.open_table(MAILBOXES)?, domain)
+    }
+}
+
+impl Rtx {
+    pub fn mailboxes(&self, domain: &str) -> Result<Vec<Mailbox>> {
+        scan_domain(&self.tx.open_table(MAILBOXES)?, domain)
+    }
+
+    /// The domain's mailboxes as a JSON array, straight from the stored documents.
+    pub fn mailboxes_json(&self, domain: &str) -> Result<Vec<u8>> {
+        let table = self.tx.open_table(MAILBOXES)?;
+        let mut out = Vec::with_capacity(256);
+        out.push(b'[');
+        for entry in table.range((domain, "")..)? {
+            let (key, value) = entry?;
+            if key.value().0 != domain {
+                break;
+            }
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(value.value());
+        }
+        out.push(b']');
+        Ok(out)
+    }
+
+    pub fn mailbox(&self, domain: &str, local: &str) -> Result<Option<Mailbox>> {
+        let table = self.tx.open_table(MAILBOXES)?;
+        let found = table.get((domain, local))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+}

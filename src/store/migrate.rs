@@ -1,0 +1,79 @@
+//! The schema version stamp and the upgrade path. A file is stamped with the layout version that
+//! last wrote it; opening an older file runs each upgrade step in order inside one transaction, and
+//! a file from a newer release is refused rather than misread.
+
+use redb::{Database, ReadableTable, WriteTransaction};
+
+use super::tables::*;
+use crate::error::{Error, Result};
+
+/// The layout this build writes.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Upgrade steps: `STEPS[n]` turns version `n + 1` into `n + 2`. Empty while there is one layout.
+const STEPS: &[fn(&WriteTransaction) -> Result<()>] = &[];
+
+pub fn upgrade(db: &Database) -> Result<()> {
+    let tx = db.begin_write()?;
+    create_tables(&tx)?;
+    let found = tx
+        .open_table(META)?
+        .get("schema_version")?
+        .map(|v| v.value());
+    match found {
+        None => {}
+        Some(v) if v > SCHEMA_VERSION => {
+            return Err(Error::Unavailable(format!(
+                "the data file has schema version {v}, this build understands up to \
+                 {SCHEMA_VERSION}; run a newer edgemail"
+            )));
+        }
+        Some(v) => {
+            for step in STEPS.iter().skip(v.saturating_sub(1) as usize) {
+                step(&tx)?;
+            }
+        }
+    }
+    tx.open_table(META)?
+        .insert("schema_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Opening a table in a write transaction creates it, so readers never meet a missing table.
+fn create_tables(tx: &WriteTransaction) -> Result<()> {
+    tx.open_table(META)?;
+    tx.open_table(DOMAINS)?;
+    tx.open_table(KEYS)?;
+    tx.open_table(KEY_HASHES)?;
+    tx.open_table(MAILBOXES)?;
+    tx.open_table(GROUPS)?;
+    tx.open_table(CONTACTS)?;
+    tx.open_table(CONTACT_EMAILS)?;
+    tx.open_table(EMAILS)?;
+    tx.open_table(EMAIL_INDEX)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_from_a_newer_release_is_refused() {
+        let dir = std::env::temp_dir().join(format!("edgemail-migrate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("t.redb");
+        let db = Database::create(&path).expect("create");
+        upgrade(&db).expect("first open stamps the file");
+        let tx = db.begin_write().expect("write");
+        tx.open_table(META)
+            .expect("meta")
+            .insert("schema_version", SCHEMA_VERSION + 1)
+            .expect("x");
+        tx.commit().expect("commit");
+        assert!(matches!(upgrade(&db), Err(Error::Unavailable(_))));
+        drop(db);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

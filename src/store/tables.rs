@@ -1,0 +1,27 @@
+//! Every table and its key layout, in one place. Values are JSON documents of the types in the
+//! sibling modules; adding an optional field needs no migration (`#[serde(default)]`).
+
+use redb::TableDefinition;
+
+/// `schema_version` -> the layout version this file was last written with.
+pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// domain name -> `Domain`
+pub const DOMAINS: TableDefinition<&str, &[u8]> = TableDefinition::new("domains");
+/// key id -> `ApiKey`
+pub const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("api_keys");
+/// SHA-256 of the secret -> key id. Only keys that are not revoked are present.
+pub const KEY_HASHES: TableDefinition<&[u8], &str> = TableDefinition::new("api_key_hashes");
+/// (domain, local part) -> `Mailbox`
+pub const MAILBOXES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("mailboxes");
+/// (domain, group id) -> `SenderGroup`
+pub const GROUPS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("sender_groups");
+/// (domain, contact id) -> `Contact`
+pub const CONTACTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("contacts");
+/// (domain, lower-cased email) -> contact id: the upsert key.
+pub const CONTACT_EMAILS: TableDefinition<(&str, &str), &str> =
+    TableDefinition::new("contact_emails");
+/// email id -> `Email`
+pub const EMAILS: TableDefinition<&str, &[u8]> = TableDefinition::new("emails");
+/// (mailbox address, folder code, createdAt, email id) -> summary: a folder listing is one range read.
+pub const EMAIL_INDEX: TableDefinition<(&str, u8, u64, &str), &[u8]> =
+    TableDefinition::new("email_index");

@@ -27,7 +27,8 @@ pub type App = Arc<AppState>;
 
 /// The OpenAPI document, exactly as written.
 pub const OPENAPI_YAML: &str = include_str!("../schema/openapi.yaml");
-const OPENAPI_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
+/// The OpenAPI document as JSON (generated from the YAML by `build.rs`).
+pub const OPENAPI_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
 
 impl AppState {
     pub fn new(config: Config, store: Store) -> Result<App> {

@@ -2,6 +2,7 @@
 //! random bits in Crockford base32. Sorting ids sorts by creation time, which keeps range scans
 //! in creation order without a second index.
 
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
@@ -14,9 +15,22 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// A new id such as `ct_01jd3k...` (prefix, underscore, 26 base32 characters).
+/// A new id such as `ct_01jd3k...` (prefix, underscore, 26 base32 characters). Within one
+/// process ids strictly increase, also within one millisecond, so id order is creation order.
 pub fn new_id(prefix: &str) -> String {
-    id_at(prefix, now_ms(), rand::random::<u128>())
+    static LAST: Mutex<(u64, u128)> = Mutex::new((0, 0));
+    let mut last = match LAST.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let now = now_ms();
+    let (ms, random) = if now > last.0 {
+        (now, rand::random::<u128>() >> 49) // room to count up within the millisecond
+    } else {
+        (last.0, last.1 + 1)
+    };
+    *last = (ms, random);
+    id_at(prefix, ms, random)
 }
 
 fn id_at(prefix: &str, ms: u64, random: u128) -> String {
@@ -54,7 +68,8 @@ mod tests {
     }
 
     #[test]
-    fn ids_differ() {
-        assert_ne!(new_id("x"), new_id("x"));
+    fn ids_increase_within_a_millisecond() {
+        let ids: Vec<String> = (0..1000).map(|_| new_id("x")).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
     }
 }

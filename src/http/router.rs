@@ -95,17 +95,19 @@ impl Router {
                 .collect();
             return Ok(Matched { route, params });
         }
-        let mut allow: Vec<&'static str> = self
-            .trees
-            .iter()
-            .filter(|(_, tree)| tree.at(path).is_ok())
-            .map(|(m, _)| method_name(m))
-            .collect();
+        let exists = |m: &Method| {
+            self.trees
+                .iter()
+                .any(|(tm, tree)| tm == m && tree.at(path).is_ok())
+        };
+        let mut allow: Vec<&'static str> = Vec::new();
+        for (m, name) in CANONICAL {
+            if exists(&m) || (m == Method::HEAD && exists(&Method::GET)) {
+                allow.push(name);
+            }
+        }
         if allow.is_empty() {
             return Err(Error::NotFound(format!("no route for {path}")));
-        }
-        if allow.contains(&"GET") {
-            allow.push("HEAD");
         }
         Err(Error::MethodNotAllowed(allow))
     }
@@ -118,16 +120,15 @@ fn static_name(path: &'static str, name: &str) -> &'static str {
         .map_or("", |at| &path[at + 1..at + 1 + name.len()])
 }
 
-fn method_name(method: &Method) -> &'static str {
-    match *method {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::PATCH => "PATCH",
-        Method::DELETE => "DELETE",
-        _ => "OPTIONS",
-    }
-}
+/// The methods routes use, in the order `Allow` lists them.
+const CANONICAL: [(Method, &str); 6] = [
+    (Method::GET, "GET"),
+    (Method::HEAD, "HEAD"),
+    (Method::POST, "POST"),
+    (Method::PUT, "PUT"),
+    (Method::PATCH, "PATCH"),
+    (Method::DELETE, "DELETE"),
+];
 
 #[cfg(test)]
 mod tests {
@@ -165,7 +166,7 @@ mod tests {
     fn wrong_method_lists_allowed_ones() {
         let r = router();
         match r.find(&Method::PATCH, "/v1/things") {
-            Err(Error::MethodNotAllowed(allow)) => assert_eq!(allow, ["GET", "POST", "HEAD"]),
+            Err(Error::MethodNotAllowed(allow)) => assert_eq!(allow, ["GET", "HEAD", "POST"]),
             _ => panic!("expected 405"),
         }
         assert!(matches!(

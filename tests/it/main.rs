@@ -1,1 +1,16 @@
-fn main() {}
+//! The integration suite: one binary (see Cargo.toml, `autotests = false`) that drives the real
+//! `edgemail` process over real sockets.
+
+mod client;
+mod harness;
+mod schema;
+
+mod api_description;
+mod auth;
+mod cli;
+mod contacts;
+mod durability;
+mod emails;
+mod errors;
+mod mailboxes;
+mod sender_groups;

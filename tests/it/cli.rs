@@ -1,0 +1,133 @@
+//! The command line works on a stopped data directory and, through the admin socket, while
+//! `serve` runs on it; key changes take effect at once.
+
+use serde_json::json;
+
+use crate::harness::{A, Seed, Server, TempDir, cli};
+
+fn run(args: &[&str], dir: &TempDir) -> String {
+    let mut all = args.to_vec();
+    let data = dir.0.to_str().expect("utf-8 path");
+    all.extend(["--data", data]);
+    let (ok, out, err) = cli(&all);
+    assert!(ok, "edgemail {args:?} failed: {err}");
+    out
+}
+
+/// The secret is alone on the last line of `key create`; the id is the third word of the first.
+fn key_of(output: &str) -> (String, String) {
+    let secret = output.lines().last().expect("a line").trim().to_owned();
+    let id = output.split_whitespace().nth(2).expect("an id").to_owned();
+    assert!(secret.starts_with("em_"), "{output}");
+    (id, secret)
+}
+
+#[test]
+fn domain_and_key_commands_work_while_the_server_runs() {
+    let dir = TempDir::new("cli");
+    Seed::open(&dir.0).close();
+    let server = Server::start(&dir.0);
+
+    let added = run(&["domain", "add", "Gamma.Test"], &dir);
+    for needle in [
+        "gamma.test.\t3600\tIN\tMX\t10 mail.gamma.test.",
+        "gamma.test.\t3600\tIN\tTXT\t\"v=spf1 mx -all\"",
+        "._domainkey.gamma.test.\t3600\tIN\tTXT\t\"v=DKIM1; k=rsa; p=MIIB",
+        "\"v=DKIM1; k=ed25519; p=",
+        "_dmarc.gamma.test.\t3600\tIN\tTXT\t\"v=DMARC1; p=quarantine",
+    ] {
+        assert!(added.contains(needle), "missing {needle:?} in:\n{added}");
+    }
+    assert!(run(&["domain", "list"], &dir).contains("gamma.test"));
+
+    let (id, secret) = key_of(&run(
+        &["key", "create", "--name", "ci", "--domain", "gamma.test"],
+        &dir,
+    ));
+    let c = server.client(Some(&secret));
+    let mailbox = c
+        .post("/v1/mailboxes", json!({"address": "ops"}))
+        .expect(201)
+        .json();
+    assert_eq!(mailbox["address"], "ops@gamma.test");
+    let listed = run(&["key", "list"], &dir);
+    assert!(
+        listed.contains(&id) && listed.contains("active"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains(&secret),
+        "key list must never show a secret"
+    );
+
+    run(&["key", "revoke", &id], &dir);
+    c.get("/v1/mailboxes").expect_error(401, "unauthorized");
+    assert!(run(&["key", "list"], &dir).contains("revoked"));
+
+    let (_, second) = key_of(&run(
+        &["key", "create", "--name", "ci2", "--domain", "gamma.test"],
+        &dir,
+    ));
+    server
+        .client(Some(&second))
+        .get("/v1/mailboxes")
+        .expect(200);
+    let removed = run(&["domain", "remove", "gamma.test"], &dir);
+    assert!(
+        removed.contains("1 mailboxes") && removed.contains("1 keys revoked"),
+        "{removed}"
+    );
+    server
+        .client(Some(&second))
+        .get("/v1/mailboxes")
+        .expect_error(401, "unauthorized");
+    assert!(!run(&["domain", "list"], &dir).contains("gamma.test"));
+}
+
+#[test]
+fn commands_work_on_a_stopped_data_directory() {
+    let dir = TempDir::new("cli-offline");
+    run(&["domain", "add", "offline.test"], &dir);
+    let (_, secret) = key_of(&run(
+        &["key", "create", "--name", "n", "--domain", "offline.test"],
+        &dir,
+    ));
+    let (_, org) = key_of(&run(&["key", "create", "--name", "o", "--org"], &dir));
+    let server = Server::start(&dir.0);
+    server
+        .client(Some(&secret))
+        .post("/v1/mailboxes", json!({"address": "a"}))
+        .expect(201);
+    server
+        .client(Some(&org))
+        .get("/v1/mailboxes")
+        .expect_error(403, "forbidden");
+}
+
+#[test]
+fn bad_commands_fail_with_a_message() {
+    let dir = TempDir::new("cli-bad");
+    let data = dir.0.to_str().expect("utf-8");
+    let (ok, _, err) = cli(&["domain", "add", "not a domain", "--data", data]);
+    assert!(!ok && err.contains("invalid domain"), "{err}");
+    let (ok, _, err) = cli(&[
+        "key",
+        "create",
+        "--name",
+        "k",
+        "--domain",
+        "missing.test",
+        "--data",
+        data,
+    ]);
+    assert!(!ok && err.contains("not found"), "{err}");
+    let (ok, _, _) = cli(&["key", "create", "--name", "k", "--data", data]);
+    assert!(!ok, "a key needs --domain or --org");
+    let (ok, _, err) = cli(&["key", "revoke", "key_nope", "--data", data]);
+    assert!(!ok && err.contains("not found"), "{err}");
+    let seed = Seed::open(&dir.0);
+    seed.domain(A);
+    seed.close();
+    let (ok, _, err) = cli(&["domain", "add", A, "--data", data]);
+    assert!(!ok && err.contains("already exists"), "{err}");
+}

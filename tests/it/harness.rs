@@ -1,0 +1,259 @@
+//! Runs the real `edgemail` binary on 127.0.0.1 port 0 with a temporary data directory, seeds that
+//! directory through the crate's storage API beforehand, and talks to it over real HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use edgemail::store::{Domain, Email, Store};
+
+use crate::client::Client;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_edgemail");
+
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("em-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One generated domain record reused under many names: RSA key generation is slow and the tests
+/// here do not depend on distinct keys.
+fn template_domain() -> &'static Domain {
+    static DOMAIN: OnceLock<Domain> = OnceLock::new();
+    DOMAIN.get_or_init(|| edgemail::dkim::generate("template.test").expect("dkim keys"))
+}
+
+/// Data prepared in the data directory before the server starts.
+pub struct Seed {
+    store: Store,
+}
+
+impl Seed {
+    pub fn open(dir: &Path) -> Seed {
+        Seed {
+            store: Store::open(dir).expect("open store"),
+        }
+    }
+
+    pub fn domain(&self, name: &str) {
+        let mut domain = template_domain().clone();
+        domain.name = name.to_owned();
+        self.store
+            .write_blocking(move |w| w.add_domain(&domain))
+            .expect("add domain");
+    }
+
+    /// A domain-scoped key (or org-wide with `None`); returns the secret.
+    pub fn key(&self, domain: Option<&str>) -> String {
+        let (key, hash, secret) = edgemail::auth::new_key("test", domain.map(str::to_owned));
+        self.store
+            .write_blocking(move |w| w.create_key(&key, &hash))
+            .expect("create key");
+        secret
+    }
+
+    pub fn mailbox(&self, domain: &str, local: &str) {
+        let (d, l) = (domain.to_owned(), local.to_owned());
+        self.store
+            .write_blocking(move |w| w.create_mailbox(&d, &l, None))
+            .expect("mailbox");
+    }
+
+    pub fn email(&self, email: Email) {
+        self.store
+            .write_blocking(move |w| w.insert_email(&email))
+            .expect("insert email");
+    }
+
+    pub fn close(self) {
+        self.store.close();
+    }
+}
+
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts `edgemail serve` on `data` and waits for its `ready` line.
+    pub fn start(data: &Path) -> Server {
+        Server::start_with(data, &[], &[])
+    }
+
+    pub fn start_with(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        let log = data.join(format!("server-{}.log", crate::harness::unique()));
+        let stderr = std::fs::File::create(&log).expect("log file");
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--data"])
+            .arg(data)
+            .args(["--http", "127.0.0.1:0"])
+            .args(args);
+        cmd.env_remove("RUST_LOG");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn edgemail");
+        let addr = wait_ready(&log);
+        Server { child, addr, log }
+    }
+
+    pub fn client(&self, key: Option<&str>) -> Client {
+        Client::new(self.addr, key.map(str::to_owned))
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+pub fn unique() -> u32 {
+    static N: AtomicU32 = AtomicU32::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn wait_ready(log: &Path) -> SocketAddr {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(file) = std::fs::File::open(log) {
+            let mut addr = None;
+            for line in BufReader::new(file).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("listening http=") {
+                    let first = rest.split_whitespace().next().unwrap_or("");
+                    addr = first.parse().ok();
+                }
+                if line == "ready" {
+                    return addr.expect("a listening line before ready");
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "server not ready; log:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs the CLI with `args`; returns (success, stdout, stderr).
+pub fn cli(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run edgemail");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The usual fixture: two domains with a mailbox each, a key for each, and an org-wide key.
+pub struct World {
+    pub server: Server,
+    pub a: String,
+    pub b: String,
+    pub org: String,
+    pub _dir: TempDir,
+}
+
+pub const A: &str = "alpha.test";
+pub const B: &str = "beta.test";
+
+impl World {
+    pub fn start() -> World {
+        World::start_seeded(|_| {})
+    }
+
+    /// Like `start`, with more data seeded before the server starts.
+    pub fn start_seeded(more: impl FnOnce(&Seed)) -> World {
+        let dir = TempDir::new("world");
+        let seed = Seed::open(&dir.0);
+        seed.domain(A);
+        seed.domain(B);
+        let a = seed.key(Some(A));
+        let b = seed.key(Some(B));
+        let org = seed.key(None);
+        more(&seed);
+        seed.close();
+        let server = Server::start(&dir.0);
+        World {
+            server,
+            a,
+            b,
+            org,
+            _dir: dir,
+        }
+    }
+
+    pub fn alpha(&self) -> Client {
+        self.server.client(Some(&self.a))
+    }
+
+    pub fn beta(&self) -> Client {
+        self.server.client(Some(&self.b))
+    }
+
+    pub fn org(&self) -> Client {
+        self.server.client(Some(&self.org))
+    }
+
+    pub fn anonymous(&self) -> Client {
+        self.server.client(None)
+    }
+}

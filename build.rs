@@ -10,9 +10,7 @@ fn to_json(yaml: &Yaml) -> Result<serde_json::Value, String> {
     Ok(match yaml {
         Yaml::Real(s) => {
             let n: f64 = s.parse().map_err(|_| format!("bad number {s}"))?;
-            serde_json::Number::from_f64(n)
-                .map(Value::Number)
-                .ok_or(format!("bad number {s}"))?
+            serde_json::Number::from_f64(n).map(Value::Number).ok_or(format!("bad number {s}"))?
         }
         Yaml::Integer(i) => Value::from(*i),
         Yaml::String(s) => Value::String(s.clone()),

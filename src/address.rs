@@ -33,10 +33,7 @@ pub fn normalize_domain(input: &str) -> Result<String, &'static str> {
         if label.is_empty() || label.len() > 63 {
             return Err("each label of the domain must be 1 to 63 characters");
         }
-        if !label
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        {
+        if !label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
             return Err("the domain may only contain letters, digits, hyphens and dots");
         }
         if label.starts_with('-') || label.ends_with('-') {
@@ -46,11 +43,7 @@ pub fn normalize_domain(input: &str) -> Result<String, &'static str> {
     if labels < 2 {
         return Err("the domain needs at least two labels, such as example.com");
     }
-    if name
-        .rsplit('.')
-        .next()
-        .is_some_and(|tld| tld.bytes().all(|b| b.is_ascii_digit()))
-    {
+    if name.rsplit('.').next().is_some_and(|tld| tld.bytes().all(|b| b.is_ascii_digit())) {
         return Err("the domain's last label may not be numeric");
     }
     Ok(name)
@@ -96,10 +89,7 @@ pub fn parse(input: &str) -> Result<Address<'_>, &'static str> {
 /// Splits a recipient list written as one string: commas and line breaks separate entries, blank
 /// entries are skipped.
 pub fn split_list(input: &str) -> impl Iterator<Item = &str> {
-    input
-        .split([',', '\n', '\r', ';'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+    input.split([',', '\n', '\r', ';']).map(str::trim).filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]
@@ -146,10 +136,7 @@ mod tests {
 
     #[test]
     fn domains_are_normalized() {
-        assert_eq!(
-            normalize_domain("Example.COM.").as_deref(),
-            Ok("example.com")
-        );
+        assert_eq!(normalize_domain("Example.COM.").as_deref(), Ok("example.com"));
         assert!(normalize_domain("localhost").is_err());
     }
 }

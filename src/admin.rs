@@ -18,21 +18,12 @@ pub const SOCKET: &str = "admin.sock";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Command {
-    DomainAdd {
-        name: String,
-    },
+    DomainAdd { name: String },
     DomainList,
-    DomainRemove {
-        name: String,
-    },
-    KeyCreate {
-        name: String,
-        domain: Option<String>,
-    },
+    DomainRemove { name: String },
+    KeyCreate { name: String, domain: Option<String> },
     KeyList,
-    KeyRevoke {
-        id: String,
-    },
+    KeyRevoke { id: String },
 }
 
 impl Command {
@@ -60,10 +51,7 @@ pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result
     match command {
         Command::DomainAdd { name } => {
             let name = crate::address::normalize_domain(&name).map_err(|e| {
-                Error::invalid(
-                    format!("invalid domain: {e}"),
-                    "pass a name such as example.com",
-                )
+                Error::invalid(format!("invalid domain: {e}"), "pass a name such as example.com")
             })?;
             let domain = crate::dkim::generate(&name)?;
             let lines = crate::dkim::zone_lines(&domain, mx_host);
@@ -108,15 +96,8 @@ pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result
             let mut out = String::new();
             for k in keys {
                 let scope = k.domain.as_deref().unwrap_or("org-wide");
-                let state = if k.revoked_at.is_some() {
-                    "revoked"
-                } else {
-                    "active"
-                };
-                out.push_str(&format!(
-                    "{}\t{}\t{}\t{}…\t{state}\n",
-                    k.id, k.name, scope, k.prefix
-                ));
+                let state = if k.revoked_at.is_some() { "revoked" } else { "active" };
+                out.push_str(&format!("{}\t{}\t{}\t{}…\t{state}\n", k.id, k.name, scope, k.prefix));
             }
             Ok(out)
         }
@@ -149,11 +130,7 @@ pub fn send(socket: &Path, command: &Command) -> Result<Option<String>> {
     BufReader::new(stream).read_line(&mut reply)?;
     let answer: Answer = serde_json::from_str(&reply)
         .map_err(|e| Error::internal(format!("unreadable answer from the server: {e}")))?;
-    if answer.ok {
-        Ok(Some(answer.output))
-    } else {
-        Err(Error::Unavailable(answer.output))
-    }
+    if answer.ok { Ok(Some(answer.output)) } else { Err(Error::Unavailable(answer.output)) }
 }
 
 /// Serves the admin socket until shutdown. `after` runs after each command that changed keys.
@@ -186,9 +163,7 @@ async fn answer(stream: tokio::net::UnixStream, app: crate::app::App) -> Result<
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
-    tokio::io::BufReader::new(read.take(64 * 1024))
-        .read_line(&mut line)
-        .await?;
+    tokio::io::BufReader::new(read.take(64 * 1024)).read_line(&mut line).await?;
     let outcome = match serde_json::from_str::<Command>(&line) {
         Ok(command) => {
             tracing::info!(?command, "admin command");
@@ -207,10 +182,7 @@ async fn answer(stream: tokio::net::UnixStream, app: crate::app::App) -> Result<
     };
     let answer = match outcome {
         Ok(output) => Answer { ok: true, output },
-        Err(e) => Answer {
-            ok: false,
-            output: e.to_string(),
-        },
+        Err(e) => Answer { ok: false, output: e.to_string() },
     };
     let mut bytes = serde_json::to_vec(&answer).map_err(Error::internal)?;
     bytes.push(b'\n');

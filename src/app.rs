@@ -17,6 +17,10 @@ pub struct AppState {
     pub store: Store,
     pub keys: KeyTable,
     pub router: Router,
+    pub dns: Arc<crate::dns::Dns>,
+    pub queue: crate::queue::Queue,
+    pub tokens: crate::tracking::Tokens,
+    pub signers: crate::mail::sign::Signers,
     /// Where error objects point for reference.
     pub documentation_url: String,
     /// The OpenAPI document as JSON, converted from `schema/openapi.yaml` at build time.
@@ -36,11 +40,21 @@ impl AppState {
         keys.reload(&store)?;
         let router = Router::new(crate::api::routes()).map_err(Error::internal)?;
         let documentation_url = format!("{}/openapi.json", config.public_url());
+        let dns = Arc::new(crate::dns::Dns::new(
+            config.delivery.nameserver,
+            config.delivery.dns_timeout,
+        )?);
+        let tokens = crate::tracking::Tokens::new(&store.read_blocking(|r| r.secret("tracking"))?);
+        let queue = crate::queue::Queue::new(&config);
         Ok(Arc::new(AppState {
             config,
             store,
             keys,
             router,
+            dns,
+            queue,
+            tokens,
+            signers: crate::mail::sign::Signers::default(),
             documentation_url,
             openapi_json: Bytes::from_static(OPENAPI_JSON.as_bytes()),
         }))
@@ -62,10 +76,7 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
     let path = crate::admin::socket_path(&config.data_dir);
     let _ = std::fs::remove_file(&path);
     let admin = UnixListener::bind(&path).map_err(|e| {
-        Error::Unavailable(format!(
-            "cannot create the admin socket {}: {e}",
-            path.display()
-        ))
+        Error::Unavailable(format!("cannot create the admin socket {}: {e}", path.display()))
     })?;
     {
         use std::os::unix::fs::PermissionsExt;
@@ -76,25 +87,17 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
 pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<()> {
-    let admin_path = listeners
-        .admin
-        .local_addr()
-        .ok()
-        .and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
-    let admin = tokio::spawn(crate::admin::serve_socket(
-        listeners.admin,
-        app.clone(),
-        shutdown.clone(),
-    ));
+    let admin_path =
+        listeners.admin.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
+    let admin =
+        tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
     crate::http::server::serve(listeners.http, app.clone(), shutdown).await;
     let _ = admin.await;
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);
     }
     let store_app = app.clone();
-    tokio::task::spawn_blocking(move || store_app.store.close())
-        .await
-        .map_err(Error::internal)?;
+    tokio::task::spawn_blocking(move || store_app.store.close()).await.map_err(Error::internal)?;
     tracing::info!("store closed");
     Ok(())
 }

@@ -62,10 +62,8 @@ impl KeyTable {
         let live = keys
             .into_iter()
             .map(|(hash, key)| {
-                let principal = Principal {
-                    key_id: key.id.into(),
-                    domain: key.domain.map(Arc::from),
-                };
+                let principal =
+                    Principal { key_id: key.id.into(), domain: key.domain.map(Arc::from) };
                 (hash, principal)
             })
             .collect();
@@ -79,25 +77,18 @@ impl KeyTable {
     /// Resolves an `Authorization` header value.
     pub fn authenticate(&self, header: Option<&[u8]>) -> Result<Principal> {
         let Some(header) = header else {
-            return Err(Error::Unauthorized(
-                "missing API key; send Authorization: Bearer <key>",
-            ));
+            return Err(Error::Unauthorized("missing API key; send Authorization: Bearer <key>"));
         };
         let token = header
             .strip_prefix(b"Bearer ")
             .or_else(|| header.strip_prefix(b"bearer "))
             .map(|t| t.trim_ascii())
-            .ok_or(Error::Unauthorized(
-                "the Authorization header must be `Bearer <key>`",
-            ))?;
+            .ok_or(Error::Unauthorized("the Authorization header must be `Bearer <key>`"))?;
         let digest: [u8; 32] = Sha256::digest(token).into();
         let table = match self.live.read() {
             Ok(table) => table,
             Err(poisoned) => poisoned.into_inner(),
         };
-        table
-            .get(&digest)
-            .cloned()
-            .ok_or(Error::Unauthorized("invalid or revoked API key"))
+        table.get(&digest).cloned().ok_or(Error::Unauthorized("invalid or revoked API key"))
     }
 }

@@ -6,11 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "edgemail",
-    version,
-    about = "Email hosting and sending in one binary"
-)]
+#[command(name = "edgemail", version, about = "Email hosting and sending in one binary")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -55,6 +51,12 @@ pub struct ServeArgs {
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
+    /// Send all outbound mail through this SMTP relay (smarthost) instead of recipients' MX.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub relay: Option<String>,
+    /// Send every DNS query to this nameserver.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub nameserver: Option<SocketAddr>,
     /// Create a demo domain, mailbox and key at start and print how to use them.
     #[arg(long)]
     pub demo: bool,
@@ -118,6 +120,12 @@ impl ServeArgs {
         }
         if let Some(url) = &self.public_url {
             out.push(("http.public_url", url.clone()));
+        }
+        if let Some(relay) = &self.relay {
+            out.push(("delivery.relay", relay.clone()));
+        }
+        if let Some(ns) = self.nameserver {
+            out.push(("delivery.nameserver", ns.to_string()));
         }
         out
     }

@@ -11,7 +11,31 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub http: Http,
     pub smtp: Smtp,
+    pub delivery: Delivery,
     pub log: Log,
+}
+
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// Send everything through this smarthost instead of the recipients' MX.
+    pub relay: Option<String>,
+    pub relay_username: Option<String>,
+    pub relay_password: Option<String>,
+    /// Send every DNS query to this server instead of the system's resolvers.
+    pub nameserver: Option<SocketAddr>,
+    /// The port of recipients' mail exchangers (25; tests point it at a local sink).
+    pub port: u16,
+    pub retry_initial: Duration,
+    pub retry_max_interval: Duration,
+    /// A message still undelivered this long after it was due is `failed`.
+    pub max_age: Duration,
+    /// Delivery attempts in flight at once.
+    pub concurrency: usize,
+    /// Connections at once to one destination domain.
+    pub per_domain: usize,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    pub dns_timeout: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -52,9 +76,22 @@ impl Default for Config {
                 shutdown_grace: Duration::from_secs(10),
             },
             smtp: Smtp { hostname: None },
-            log: Log {
-                level: "info".into(),
+            delivery: Delivery {
+                relay: None,
+                relay_username: None,
+                relay_password: None,
+                nameserver: None,
+                port: 25,
+                retry_initial: Duration::from_secs(5 * 60),
+                retry_max_interval: Duration::from_secs(2 * 3600),
+                max_age: Duration::from_secs(3 * 86_400),
+                concurrency: 64,
+                per_domain: 8,
+                connect_timeout: Duration::from_secs(30),
+                command_timeout: Duration::from_secs(120),
+                dns_timeout: Duration::from_secs(5),
             },
+            log: Log { level: "info".into() },
         }
     }
 }
@@ -101,11 +138,8 @@ const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
     ("http.max_connections", |c, v| {
-        c.http.max_connections = v
-            .parse()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or("expected a positive integer")?;
+        c.http.max_connections =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
         Ok(())
     }),
     ("http.shutdown_grace", |c, v| {
@@ -114,6 +148,64 @@ const KEYS: &[(&str, Setter)] = &[
     }),
     ("smtp.hostname", |c, v| {
         c.smtp.hostname = Some(crate::address::normalize_domain(v)?);
+        Ok(())
+    }),
+    ("delivery.relay", |c, v| {
+        let (host, port) = v.rsplit_once(':').ok_or("expected HOST:PORT")?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err("expected HOST:PORT, such as smtp.example.com:587".into());
+        }
+        c.delivery.relay = Some(v.to_owned());
+        Ok(())
+    }),
+    ("delivery.relay_username", |c, v| {
+        c.delivery.relay_username = Some(v.to_owned());
+        Ok(())
+    }),
+    ("delivery.relay_password", |c, v| {
+        c.delivery.relay_password = Some(v.to_owned());
+        Ok(())
+    }),
+    ("delivery.nameserver", |c, v| {
+        c.delivery.nameserver = Some(parse_addr(v)?);
+        Ok(())
+    }),
+    ("delivery.port", |c, v| {
+        c.delivery.port = v.parse().ok().filter(|p| *p > 0).ok_or("expected a port number")?;
+        Ok(())
+    }),
+    ("delivery.retry_initial", |c, v| {
+        c.delivery.retry_initial = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.retry_max_interval", |c, v| {
+        c.delivery.retry_max_interval = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.max_age", |c, v| {
+        c.delivery.max_age = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.concurrency", |c, v| {
+        c.delivery.concurrency =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("delivery.per_domain", |c, v| {
+        c.delivery.per_domain =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("delivery.connect_timeout", |c, v| {
+        c.delivery.connect_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.command_timeout", |c, v| {
+        c.delivery.command_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.dns_timeout", |c, v| {
+        c.delivery.dns_timeout = parse_duration(v)?;
         Ok(())
     }),
     ("log.level", |c, v| {
@@ -137,12 +229,7 @@ pub fn load(
     let mut problems = Vec::new();
     if let Some(path) = file {
         match std::fs::read_to_string(path) {
-            Ok(text) => apply_file(
-                &mut config,
-                &text,
-                &path.display().to_string(),
-                &mut problems,
-            ),
+            Ok(text) => apply_file(&mut config, &text, &path.display().to_string(), &mut problems),
             Err(e) => problems.push(format!("{}: {e}", path.display())),
         }
     }
@@ -157,21 +244,10 @@ pub fn load(
     }
     for (key, value) in flags {
         if let Some((_, set)) = KEYS.iter().find(|(k, _)| k == key) {
-            apply(
-                &mut config,
-                key,
-                *set,
-                value,
-                "the command line",
-                &mut problems,
-            );
+            apply(&mut config, key, *set, value, "the command line", &mut problems);
         }
     }
-    if problems.is_empty() {
-        Ok(config)
-    } else {
-        Err(problems)
-    }
+    if problems.is_empty() { Ok(config) } else { Err(problems) }
 }
 
 fn apply(c: &mut Config, key: &str, set: Setter, value: &str, origin: &str, out: &mut Vec<String>) {
@@ -201,9 +277,7 @@ fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<
                 toml::Value::Boolean(b) => b.to_string(),
                 toml::Value::Float(f) => f.to_string(),
                 _ => {
-                    problems.push(format!(
-                        "{origin}: {key} must be a string, number or boolean"
-                    ));
+                    problems.push(format!("{origin}: {key} must be a string, number or boolean"));
                     continue;
                 }
             };
@@ -216,8 +290,7 @@ fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<
 }
 
 fn parse_addr(v: &str) -> Result<SocketAddr, String> {
-    v.parse()
-        .map_err(|_| "expected an address such as 127.0.0.1:8080 or [::]:8080".into())
+    v.parse().map_err(|_| "expected an address such as 127.0.0.1:8080 or [::]:8080".into())
 }
 
 fn parse_bool(v: &str) -> Result<bool, String> {
@@ -232,9 +305,8 @@ fn parse_bool(v: &str) -> Result<bool, String> {
 pub fn parse_duration(v: &str) -> Result<Duration, String> {
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (number, unit) = v.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| "expected a duration such as 500ms, 30s, 5m, 2h or 3d")?;
+    let n: u64 =
+        number.parse().map_err(|_| "expected a duration such as 500ms, 30s, 5m, 2h or 3d")?;
     let ms = match unit {
         "ms" => Some(n),
         "s" => n.checked_mul(1_000),
@@ -243,17 +315,14 @@ pub fn parse_duration(v: &str) -> Result<Duration, String> {
         "d" => n.checked_mul(86_400_000),
         _ => return Err("expected a duration unit: ms, s, m, h or d".into()),
     };
-    ms.map(Duration::from_millis)
-        .ok_or_else(|| "the duration is too long".into())
+    ms.map(Duration::from_millis).ok_or_else(|| "the duration is too long".into())
 }
 
 /// `1048576`, `512KiB`, `1MiB`, `25MiB`, `1GiB`.
 pub fn parse_size(v: &str) -> Result<usize, String> {
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (number, unit) = v.split_at(split);
-    let n: usize = number
-        .parse()
-        .map_err(|_| "expected a size such as 1048576, 512KiB or 1MiB")?;
+    let n: usize = number.parse().map_err(|_| "expected a size such as 1048576, 512KiB or 1MiB")?;
     let factor = match unit.trim() {
         "" | "B" => 1,
         "KiB" | "K" | "KB" => 1 << 10,
@@ -261,9 +330,7 @@ pub fn parse_size(v: &str) -> Result<usize, String> {
         "GiB" | "G" | "GB" => 1 << 30,
         _ => return Err("expected a size unit: KiB, MiB or GiB".into()),
     };
-    n.checked_mul(factor)
-        .filter(|n| *n > 0)
-        .ok_or_else(|| "the size is out of range".into())
+    n.checked_mul(factor).filter(|n| *n > 0).ok_or_else(|| "the size is out of range".into())
 }
 
 #[cfg(test)]
@@ -275,11 +342,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("edgemail-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok();
         let file = dir.join("c.toml");
-        std::fs::write(
-            &file,
-            "[http]\nlisten = \"127.0.0.1:1\"\nbody_limit = \"2MiB\"\n",
-        )
-        .expect("write");
+        std::fs::write(&file, "[http]\nlisten = \"127.0.0.1:1\"\nbody_limit = \"2MiB\"\n")
+            .expect("write");
         let env = vec![("EDGEMAIL_HTTP_LISTEN".to_owned(), "127.0.0.1:2".to_owned())];
         let flags = [("http.listen", "127.0.0.1:3".to_owned())];
         let c = load(Some(&file), env, &flags).expect("valid");
@@ -293,10 +357,7 @@ mod tests {
         let env = vec![
             ("EDGEMAIL_HTTP_LISTEN".to_owned(), "nowhere".to_owned()),
             ("EDGEMAIL_HTTP_BODY_LIMT".to_owned(), "1".to_owned()),
-            (
-                "EDGEMAIL_HTTP_HEADER_TIMEOUT".to_owned(),
-                "10 parsecs".to_owned(),
-            ),
+            ("EDGEMAIL_HTTP_HEADER_TIMEOUT".to_owned(), "10 parsecs".to_owned()),
         ];
         let problems = load(None, env, &[]).expect_err("invalid");
         assert_eq!(problems.len(), 3, "{problems:?}");

@@ -15,10 +15,7 @@ pub fn prepare(store: &Store, base_url: &str) -> Result<String> {
         let domain = crate::dkim::generate(DOMAIN)?;
         store.write_blocking(move |w| w.add_domain(&domain))?;
     }
-    if store
-        .read_blocking(|r| r.mailbox(DOMAIN, MAILBOX))?
-        .is_none()
-    {
+    if store.read_blocking(|r| r.mailbox(DOMAIN, MAILBOX))?.is_none() {
         store.write_blocking(|w| {
             w.create_mailbox(DOMAIN, MAILBOX, Some("Demo".into()))?;
             w.insert_email(&welcome())
@@ -62,13 +59,11 @@ fn welcome() -> Email {
         reply_to: None,
         message_id: Some(format!("<{}@{DOMAIN}>", new_id("welcome"))),
         in_reply_to: None,
-        headers: vec![Header {
-            name: "Subject".into(),
-            value: "Welcome to edgemail".into(),
-        }],
+        headers: vec![Header { name: "Subject".into(), value: "Welcome to edgemail".into() }],
         text: Some(text.into()),
         html: None,
         attachments: Vec::new(),
         deliveries: Vec::new(),
+        ..Default::default()
     }
 }

@@ -38,9 +38,7 @@ pub fn generate(name: &str) -> Result<Domain> {
 /// The records to publish, as zone-file lines.
 pub fn zone_lines(domain: &Domain, mx_host: Option<&str>) -> Vec<String> {
     let name = &domain.name;
-    let mut lines = vec![format!(
-        "; DNS records for {name}: publish these at your DNS provider."
-    )];
+    let mut lines = vec![format!("; DNS records for {name}: publish these at your DNS provider.")];
     let mx = match mx_host {
         Some(host) => host.to_owned(),
         None => {
@@ -54,11 +52,7 @@ pub fn zone_lines(domain: &Domain, mx_host: Option<&str>) -> Vec<String> {
     lines.push(format!("{name}.\t3600\tIN\tMX\t10 {mx}."));
     lines.push(format!("{name}.\t3600\tIN\tTXT\t\"v=spf1 mx -all\""));
     for key in &domain.dkim {
-        let k = if key.algorithm.starts_with("ed25519") {
-            "ed25519"
-        } else {
-            "rsa"
-        };
+        let k = if key.algorithm.starts_with("ed25519") { "ed25519" } else { "rsa" };
         let value = format!("v=DKIM1; k={k}; p={}", key.public_key);
         lines.push(format!(
             "{}._domainkey.{name}.\t3600\tIN\tTXT\t{}",
@@ -84,9 +78,8 @@ fn txt_strings(value: &str) -> String {
 
 /// Wraps a PKCS#1 RSAPublicKey in a SubjectPublicKeyInfo, the form DKIM's `p=` tag carries.
 fn rsa_spki(pkcs1: &[u8]) -> Vec<u8> {
-    const ALGORITHM: &[u8] = &[
-        0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
-    ];
+    const ALGORITHM: &[u8] =
+        &[0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00];
     let mut bit_string = vec![0x00];
     bit_string.extend_from_slice(pkcs1);
     let mut inner = ALGORITHM.to_vec();
@@ -138,25 +131,15 @@ mod tests {
     #[test]
     fn long_txt_values_are_split() {
         let v = "x".repeat(300);
-        assert_eq!(
-            txt_strings(&v),
-            format!("\"{}\" \"{}\"", "x".repeat(255), "x".repeat(45))
-        );
+        assert_eq!(txt_strings(&v), format!("\"{}\" \"{}\"", "x".repeat(255), "x".repeat(45)));
     }
 
     #[test]
     fn generated_keys_produce_records() {
         let domain = generate("example.com").expect("keys");
         let lines = zone_lines(&domain, Some("mx.example.net"));
-        assert!(
-            lines
-                .iter()
-                .any(|l| l.contains("IN\tMX\t10 mx.example.net."))
-        );
-        assert!(
-            lines.iter().any(|l| l.contains("k=rsa; p=MIIB")),
-            "SPKI starts MIIB: {lines:?}"
-        );
+        assert!(lines.iter().any(|l| l.contains("IN\tMX\t10 mx.example.net.")));
+        assert!(lines.iter().any(|l| l.contains("k=rsa; p=MIIB")), "SPKI starts MIIB: {lines:?}");
         assert!(lines.iter().any(|l| l.contains("k=ed25519")));
         assert!(lines.iter().any(|l| l.starts_with("_dmarc.example.com.")));
     }

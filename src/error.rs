@@ -30,10 +30,7 @@ pub enum Error {
     /// 415
     UnsupportedMediaType,
     /// 422 with the recipients that were refused.
-    Unprocessable {
-        message: String,
-        blocked: Vec<Blocked>,
-    },
+    Unprocessable { message: String, blocked: Vec<Blocked> },
     /// 429; seconds until a retry can succeed.
     RateLimited { retry_after: u64 },
     /// 503
@@ -46,10 +43,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn invalid(message: impl Into<String>, hint: impl Into<String>) -> Self {
-        Error::Invalid {
-            message: message.into(),
-            hint: hint.into(),
-        }
+        Error::Invalid { message: message.into(), hint: hint.into() }
     }
 
     pub fn not_found(what: &str) -> Self {
@@ -68,11 +62,7 @@ impl fmt::Display for Error {
             Error::Unauthorized(m) | Error::Forbidden(m) => f.write_str(m),
             Error::NotFound(m) | Error::Conflict(m) | Error::Unavailable(m) => f.write_str(m),
             Error::MethodNotAllowed(allow) => {
-                write!(
-                    f,
-                    "method not allowed; this path accepts {}",
-                    allow.join(", ")
-                )
+                write!(f, "method not allowed; this path accepts {}", allow.join(", "))
             }
             Error::PayloadTooLarge(limit) => write!(f, "request body exceeds {limit} bytes"),
             Error::UnsupportedMediaType => f.write_str("request body must be JSON"),

@@ -9,6 +9,12 @@
 //! - `admin`    domain and key commands, and the socket the CLI reaches a running server by
 //! - `store`    the redb file: tables, group commit, one module per entity
 //! - `dkim`     DKIM key generation and the DNS records to publish
+//! - `queue`    the durable delivery queue: scheduler, SMTP client and pool, retry policy
+//! - `mail`     building outgoing MIME, text from HTML, DKIM signing
+//! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
+//! - `tracking` signed tokens and link rewriting for opens, clicks and unsubscribes
+//! - `dns`      hickory resolver: MX verdicts and delivery destinations
+//! - `tools`    address checks shared with the public tools (disposable domains)
 //! - `address`  address, local part and domain syntax
 //! - `demo`     demo data for a first run
 //! - `logging`  tracing to stderr without blocking requests
@@ -25,9 +31,15 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod dkim;
+pub mod dns;
 pub mod error;
 pub mod http;
 pub mod ids;
 pub mod logging;
+pub mod mail;
+pub mod queue;
+pub mod screening;
 pub mod shutdown;
 pub mod store;
+pub mod tools;
+pub mod tracking;

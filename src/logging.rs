@@ -53,10 +53,7 @@ impl<'a> MakeWriter<'a> for Queue {
     type Writer = LineWriter;
 
     fn make_writer(&'a self) -> LineWriter {
-        LineWriter {
-            buf: Vec::with_capacity(160),
-            queue: self.0.clone(),
-        }
+        LineWriter { buf: Vec::with_capacity(160), queue: self.0.clone() }
     }
 }
 
@@ -75,9 +72,7 @@ impl Drop for Guard {
 /// Installs the global subscriber with `filter` (e.g. `info`); `RUST_LOG` overrides it.
 pub fn init(filter: &str) -> Guard {
     let (tx, rx) = sync_channel(QUEUE);
-    let _ = std::thread::Builder::new()
-        .name("log-writer".into())
-        .spawn(move || drain(rx));
+    let _ = std::thread::Builder::new().name("log-writer".into()).spawn(move || drain(rx));
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(filter))
         .unwrap_or_else(|_| EnvFilter::new("info"));
@@ -109,11 +104,7 @@ fn drain(rx: Receiver<Msg>) {
         }
         let dropped = DROPPED.load(Ordering::Relaxed);
         if dropped != reported {
-            let _ = writeln!(
-                out,
-                "WARN log queue full: {} lines dropped",
-                dropped - reported
-            );
+            let _ = writeln!(out, "WARN log queue full: {} lines dropped", dropped - reported);
             reported = dropped;
         }
         let _ = out.flush();

@@ -29,12 +29,9 @@ fn main() -> ExitCode {
             }
         },
         Command::Key { command } => match command {
-            KeyCommand::Create {
-                name,
-                domain,
-                org: _,
-                common,
-            } => administer(&common, Admin::KeyCreate { name, domain }),
+            KeyCommand::Create { name, domain, org: _, common } => {
+                administer(&common, Admin::KeyCreate { name, domain })
+            }
             KeyCommand::List { common } => administer(&common, Admin::KeyList),
             KeyCommand::Revoke { id, common } => administer(&common, Admin::KeyRevoke { id }),
         },
@@ -86,10 +83,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let _log = logging::init(&config.log.level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("edgemail: cannot start the runtime: {e}");

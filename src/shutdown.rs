@@ -32,10 +32,9 @@ impl Shutdown {
 /// Resolves on SIGINT or SIGTERM.
 pub async fn signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    let (Ok(mut term), Ok(mut int)) =
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
         tracing::error!("cannot install signal handlers; stop the server with SIGKILL");
         return std::future::pending().await;
     };

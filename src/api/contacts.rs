@@ -36,20 +36,13 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
 pub async fn upsert(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let (email, name) = parse_upsert(&ctx.body)?;
-    let contact = ctx
-        .app
-        .store
-        .write(move |w| w.upsert_contact(&domain, &email, name))
-        .await?;
+    let contact = ctx.app.store.write(move |w| w.upsert_contact(&domain, &email, name)).await?;
     Reply::created(&contact)
 }
 
 pub async fn delete(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
-    ctx.app
-        .store
-        .write(move |w| w.delete_contact(&domain, &id))
-        .await?;
+    ctx.app.store.write(move |w| w.delete_contact(&domain, &id)).await?;
     Reply::ok(&serde_json::json!({ "deleted": true }))
 }

@@ -27,16 +27,11 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         .read(move |r| {
             let local = match wanted {
                 Some(local) => {
-                    r.mailbox(&domain, &local)?
-                        .ok_or_else(|| Error::not_found("mailbox"))?;
+                    r.mailbox(&domain, &local)?.ok_or_else(|| Error::not_found("mailbox"))?;
                     local
                 }
                 // The default is the domain's first mailbox, the one created earliest.
-                None => match r
-                    .mailboxes(&domain)?
-                    .into_iter()
-                    .min_by_key(|m| m.created_at)
-                {
+                None => match r.mailboxes(&domain)?.into_iter().min_by_key(|m| m.created_at) {
                     Some(first) => first.local_part,
                     None => return Ok(b"[]".to_vec()),
                 },
@@ -50,18 +45,36 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
 pub async fn get(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
-    let email = ctx.app.store.read(move |r| r.email(&domain, &id)).await?;
-    Reply::ok(&email.ok_or_else(|| Error::not_found("email"))?)
+    let found = ctx
+        .app
+        .store
+        .read(move |r| {
+            let Some(email) = r.email(&domain, &id)? else {
+                return Ok(None);
+            };
+            let tracking = r.tracking(&id)?;
+            Ok(Some((email, tracking)))
+        })
+        .await?;
+    let (email, tracking) = found.ok_or_else(|| Error::not_found("email"))?;
+    let mut value = serde_json::to_value(&email).map_err(Error::internal)?;
+    // Campaign messages report their engagement; other mail has none to report.
+    let tracking = match (email.send_type.as_deref(), tracking) {
+        (Some("campaign"), t) => {
+            serde_json::to_value(t.unwrap_or_default()).map_err(Error::internal)?
+        }
+        _ => serde_json::Value::Null,
+    };
+    if let Some(map) = value.as_object_mut() {
+        map.insert("tracking".into(), tracking);
+    }
+    Reply::ok(&value)
 }
 
 pub async fn delete(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
-    let outcome = ctx
-        .app
-        .store
-        .write(move |w| w.delete_email(&domain, &id))
-        .await?;
+    let outcome = ctx.app.store.write(move |w| w.delete_email(&domain, &id)).await?;
     let (deleted, moved) = match outcome {
         Deleted::MovedToTrash => (false, "trash"),
         Deleted::Removed => (true, "none"),

@@ -46,11 +46,9 @@ impl OneOrMany {
     pub fn entries(&self) -> Vec<&str> {
         match self {
             OneOrMany::One(s) => address::split_list(s).collect(),
-            OneOrMany::Many(items) => items
-                .iter()
-                .map(|s| s.trim())
-                .filter(|s| !s.is_empty())
-                .collect(),
+            OneOrMany::Many(items) => {
+                items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect()
+            }
         }
     }
 }

@@ -59,31 +59,21 @@ pub fn local_part_of(value: &str, domain: &str) -> Result<String> {
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
-    let json = ctx
-        .app
-        .store
-        .read(move |r| r.mailboxes_json(&domain))
-        .await?;
+    let json = ctx.app.store.read(move |r| r.mailboxes_json(&domain)).await?;
     Ok(Reply::json_bytes(hyper::StatusCode::OK, json.into()))
 }
 
 pub async fn create(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let (local, display_name) = parse_create(&ctx.body, &domain)?;
-    let mailbox = ctx
-        .app
-        .store
-        .write(move |w| w.create_mailbox(&domain, &local, display_name))
-        .await?;
+    let mailbox =
+        ctx.app.store.write(move |w| w.create_mailbox(&domain, &local, display_name)).await?;
     Reply::created(&mailbox)
 }
 
 pub async fn delete(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let local = local_part_of(ctx.param("address"), &domain)?;
-    ctx.app
-        .store
-        .write(move |w| w.delete_mailbox(&domain, &local))
-        .await?;
+    ctx.app.store.write(move |w| w.delete_mailbox(&domain, &local)).await?;
     Reply::ok(&serde_json::json!({ "deleted": true }))
 }

@@ -21,8 +21,5 @@ pub async fn openapi_json(ctx: Ctx) -> Result<Reply> {
 }
 
 pub async fn openapi_yaml(_: Ctx) -> Result<Reply> {
-    Ok(Reply::raw(
-        "application/yaml",
-        Bytes::from_static(OPENAPI_YAML.as_bytes()),
-    ))
+    Ok(Reply::raw("application/yaml", Bytes::from_static(OPENAPI_YAML.as_bytes())))
 }

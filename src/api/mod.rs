@@ -6,7 +6,9 @@ pub mod emails;
 pub mod input;
 pub mod mailboxes;
 pub mod meta;
+pub mod send;
 pub mod sender_groups;
+pub mod tracking;
 
 use hyper::Method;
 
@@ -15,100 +17,30 @@ use crate::http::{Access, Route};
 
 /// Every route the server answers. `schema/openapi.yaml` documents each of them (a test checks).
 pub fn routes() -> Vec<Route> {
-    use Access::{Domain, Public};
-    let r = |method, path, access, handler| Route {
-        method,
-        path,
-        access,
-        handler,
-    };
+    use Access::{Domain, Link, Public};
+    let r = |method, path, access, handler| Route { method, path, access, handler };
     vec![
         r(Method::GET, "/healthz", Public, handler!(meta::health)),
-        r(
-            Method::GET,
-            "/openapi.json",
-            Public,
-            handler!(meta::openapi_json),
-        ),
-        r(
-            Method::GET,
-            "/api/openapi.yaml",
-            Public,
-            handler!(meta::openapi_yaml),
-        ),
-        r(
-            Method::GET,
-            "/v1/mailboxes",
-            Domain,
-            handler!(mailboxes::list),
-        ),
-        r(
-            Method::POST,
-            "/v1/mailboxes",
-            Domain,
-            handler!(mailboxes::create),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/mailboxes/{address}",
-            Domain,
-            handler!(mailboxes::delete),
-        ),
-        r(
-            Method::GET,
-            "/v1/sender-groups",
-            Domain,
-            handler!(sender_groups::list),
-        ),
-        r(
-            Method::POST,
-            "/v1/sender-groups",
-            Domain,
-            handler!(sender_groups::create),
-        ),
-        r(
-            Method::PATCH,
-            "/v1/sender-groups/{id}",
-            Domain,
-            handler!(sender_groups::update),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/sender-groups/{id}",
-            Domain,
-            handler!(sender_groups::delete),
-        ),
+        r(Method::GET, "/openapi.json", Public, handler!(meta::openapi_json)),
+        r(Method::GET, "/api/openapi.yaml", Public, handler!(meta::openapi_yaml)),
+        r(Method::GET, "/v1/mailboxes", Domain, handler!(mailboxes::list)),
+        r(Method::POST, "/v1/mailboxes", Domain, handler!(mailboxes::create)),
+        r(Method::DELETE, "/v1/mailboxes/{address}", Domain, handler!(mailboxes::delete)),
+        r(Method::GET, "/v1/sender-groups", Domain, handler!(sender_groups::list)),
+        r(Method::POST, "/v1/sender-groups", Domain, handler!(sender_groups::create)),
+        r(Method::PATCH, "/v1/sender-groups/{id}", Domain, handler!(sender_groups::update)),
+        r(Method::DELETE, "/v1/sender-groups/{id}", Domain, handler!(sender_groups::delete)),
         r(Method::GET, "/v1/emails", Domain, handler!(emails::list)),
-        r(
-            Method::GET,
-            "/v1/emails/{id}",
-            Domain,
-            handler!(emails::get),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/emails/{id}",
-            Domain,
-            handler!(emails::delete),
-        ),
-        r(
-            Method::GET,
-            "/v1/contacts",
-            Domain,
-            handler!(contacts::list),
-        ),
-        r(
-            Method::POST,
-            "/v1/contacts",
-            Domain,
-            handler!(contacts::upsert),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/contacts/{id}",
-            Domain,
-            handler!(contacts::delete),
-        ),
+        r(Method::GET, "/v1/emails/{id}", Domain, handler!(emails::get)),
+        r(Method::DELETE, "/v1/emails/{id}", Domain, handler!(emails::delete)),
+        r(Method::GET, "/v1/contacts", Domain, handler!(contacts::list)),
+        r(Method::POST, "/v1/contacts", Domain, handler!(contacts::upsert)),
+        r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
+        r(Method::POST, "/v1/send", Domain, handler!(send::send)),
+        r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
+        r(Method::GET, "/t/c/{token}", Link, handler!(tracking::click)),
+        r(Method::GET, "/t/u/{token}", Link, handler!(tracking::unsubscribe_page)),
+        r(Method::POST, "/t/u/{token}", Link, handler!(tracking::unsubscribe)),
     ]
 }
 
@@ -119,4 +51,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = sender_groups::parse_create(data, "example.com");
     let _ = sender_groups::parse_update(data, "example.com");
     let _ = contacts::parse_upsert(data);
+    let _ = send::parse(data, "example.com", 0);
 }

@@ -57,26 +57,12 @@ pub fn parse_create(body: &[u8], domain: &str) -> Result<NewGroup> {
 pub fn parse_update(body: &[u8], domain: &str) -> Result<GroupPatch> {
     let input: UpdateGroup = parse_json(body)?;
     let list = |field, value: &Option<OneOrMany>| -> Result<Vec<String>> {
-        value
-            .as_ref()
-            .map_or(Ok(Vec::new()), |v| recipients(field, v))
+        value.as_ref().map_or(Ok(Vec::new()), |v| recipients(field, v))
     };
     Ok(GroupPatch {
-        name: input
-            .name
-            .as_deref()
-            .map(|n| name("name", n, 200))
-            .transpose()?,
-        mailboxes: input
-            .mailboxes
-            .as_ref()
-            .map(|m| selection(m, domain))
-            .transpose()?,
-        emails: input
-            .emails
-            .as_ref()
-            .map(|e| recipients("emails", e))
-            .transpose()?,
+        name: input.name.as_deref().map(|n| name("name", n, 200)).transpose()?,
+        mailboxes: input.mailboxes.as_ref().map(|m| selection(m, domain)).transpose()?,
+        emails: input.emails.as_ref().map(|e| recipients("emails", e)).transpose()?,
         add_emails: list("addEmails", &input.add_emails)?,
         remove_emails: list("removeEmails", &input.remove_emails)?,
     })
@@ -142,10 +128,7 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
             .await?
             .ok_or_else(|| Error::not_found("sender group"))?
     } else {
-        ctx.app
-            .store
-            .write(move |w| w.update_group(&domain, &id, patch))
-            .await?
+        ctx.app.store.write(move |w| w.update_group(&domain, &id, patch)).await?
     };
     Reply::ok(&group)
 }
@@ -153,9 +136,6 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
 pub async fn delete(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
-    ctx.app
-        .store
-        .write(move |w| w.delete_group(&domain, &id))
-        .await?;
+    ctx.app.store.write(move |w| w.delete_group(&domain, &id)).await?;
     Reply::ok(&serde_json::json!({ "deleted": true }))
 }

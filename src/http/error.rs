@@ -119,9 +119,7 @@ pub fn error_reply(error: &Error, documentation_url: &str) -> Reply {
             }
         }
         Error::RateLimited { retry_after } => {
-            reply
-                .headers
-                .push((RETRY_AFTER, HeaderValue::from(*retry_after)));
+            reply.headers.push((RETRY_AFTER, HeaderValue::from(*retry_after)));
         }
         _ => {}
     }

@@ -31,21 +31,11 @@ impl Reply {
 
     /// A body that is already JSON (documents joined straight from the store).
     pub fn json_bytes(status: StatusCode, body: Bytes) -> Reply {
-        Reply {
-            status,
-            content_type: "application/json",
-            body,
-            headers: Vec::new(),
-        }
+        Reply { status, content_type: "application/json", body, headers: Vec::new() }
     }
 
     pub fn raw(content_type: &'static str, body: Bytes) -> Reply {
-        Reply {
-            status: StatusCode::OK,
-            content_type,
-            body,
-            headers: Vec::new(),
-        }
+        Reply { status: StatusCode::OK, content_type, body, headers: Vec::new() }
     }
 
     pub fn into_response(self) -> Response<Full<Bytes>> {

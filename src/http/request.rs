@@ -22,10 +22,7 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn param(&self, name: &str) -> &str {
-        self.params
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map_or("", |(_, v)| v.as_str())
+        self.params.iter().find(|(k, _)| *k == name).map_or("", |(_, v)| v.as_str())
     }
 
     /// The calling key's domain; 403 for an org-wide key.
@@ -39,9 +36,7 @@ impl Ctx {
     /// The first value of a query parameter, percent-decoded.
     pub fn query_value(&self, name: &str) -> Option<String> {
         let query = self.query.as_deref()?;
-        query_pairs(query)
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.into_owned())
+        query_pairs(query).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
     }
 
     pub fn json<T: DeserializeOwned>(&self) -> Result<T> {

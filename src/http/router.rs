@@ -21,6 +21,8 @@ pub enum Access {
     Domain,
     /// Any key: analytics.
     Analytics,
+    /// No key, any body type: links followed from messages (tracking, unsubscribe forms).
+    Link,
 }
 
 pub struct Route {
@@ -74,11 +76,7 @@ impl Router {
 
     pub fn find(&self, method: &Method, path: &str) -> Result<Matched<'_>> {
         // HEAD is answered like GET; hyper leaves the body out.
-        let lookup = if method == Method::HEAD {
-            &Method::GET
-        } else {
-            method
-        };
+        let lookup = if method == Method::HEAD { &Method::GET } else { method };
         if let Some((_, tree)) = self.trees.iter().find(|(m, _)| m == lookup)
             && let Ok(found) = tree.at(path)
         {
@@ -86,20 +84,12 @@ impl Router {
             let params = found
                 .params
                 .iter()
-                .map(|(k, v)| {
-                    (
-                        static_name(route.path, k),
-                        super::request::percent_decode(v),
-                    )
-                })
+                .map(|(k, v)| (static_name(route.path, k), super::request::percent_decode(v)))
                 .collect();
             return Ok(Matched { route, params });
         }
-        let exists = |m: &Method| {
-            self.trees
-                .iter()
-                .any(|(tm, tree)| tm == m && tree.at(path).is_ok())
-        };
+        let exists =
+            |m: &Method| self.trees.iter().any(|(tm, tree)| tm == m && tree.at(path).is_ok());
         let mut allow: Vec<&'static str> = Vec::new();
         for (m, name) in CANONICAL {
             if exists(&m) || (m == Method::HEAD && exists(&Method::GET)) {
@@ -116,8 +106,7 @@ impl Router {
 /// The parameter name as a `'static` slice of the route's own path.
 fn static_name(path: &'static str, name: &str) -> &'static str {
     let needle = format!("{{{name}}}");
-    path.find(&needle)
-        .map_or("", |at| &path[at + 1..at + 1 + name.len()])
+    path.find(&needle).map_or("", |at| &path[at + 1..at + 1 + name.len()])
 }
 
 /// The methods routes use, in the order `Allow` lists them.
@@ -169,9 +158,6 @@ mod tests {
             Err(Error::MethodNotAllowed(allow)) => assert_eq!(allow, ["GET", "HEAD", "POST"]),
             _ => panic!("expected 405"),
         }
-        assert!(matches!(
-            r.find(&Method::GET, "/nope"),
-            Err(Error::NotFound(_))
-        ));
+        assert!(matches!(r.find(&Method::GET, "/nope"), Err(Error::NotFound(_))));
     }
 }

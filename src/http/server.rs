@@ -104,8 +104,9 @@ async fn dispatch(
     key_id: &mut Option<Arc<str>>,
 ) -> Result<super::reply::Reply> {
     let matched = app.router.find(req.method(), req.uri().path())?;
-    let principal = match matched.route.access {
-        Access::Public => None,
+    let access = matched.route.access;
+    let principal = match access {
+        Access::Public | Access::Link => None,
         access => {
             let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
             let principal = app.keys.authenticate(header)?;
@@ -119,22 +120,15 @@ async fn dispatch(
     let handler = matched.route.handler;
     let params = matched.params;
     let query = req.uri().query().map(str::to_owned);
-    let body = read_body(req, app.config.http.body_limit).await?;
-    let ctx = Ctx {
-        app: app.clone(),
-        principal,
-        params,
-        query,
-        body,
-        peer,
-    };
+    let body = read_body(req, app.config.http.body_limit, access != Access::Link).await?;
+    let ctx = Ctx { app: app.clone(), principal, params, query, body, peer };
     handler(ctx).await
 }
 
 /// Reads the whole body, refusing non-JSON content types (415) and bodies over the limit (413)
 /// before buffering them.
-async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes> {
-    if let Some(ct) = req.headers().get(CONTENT_TYPE) {
+async fn read_body(req: Request<Incoming>, limit: usize, json_only: bool) -> Result<Bytes> {
+    if json_only && let Some(ct) = req.headers().get(CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
         let essence = ct.split(';').next().unwrap_or("").trim();
         let json = essence == "application/json" || essence.ends_with("+json");

@@ -28,9 +28,7 @@ impl Wtx<'_> {
         let key = email.to_ascii_lowercase();
         let mut by_email = self.tx.open_table(CONTACT_EMAILS)?;
         let mut contacts = self.tx.open_table(CONTACTS)?;
-        let existing_id = by_email
-            .get((domain, key.as_str()))?
-            .map(|v| v.value().to_owned());
+        let existing_id = by_email.get((domain, key.as_str()))?.map(|v| v.value().to_owned());
         let now = now_ms();
         let existing = match &existing_id {
             Some(id) => {
@@ -69,9 +67,7 @@ impl Wtx<'_> {
             None => return Err(Error::not_found("contact")),
         };
         let key = contact.email.to_ascii_lowercase();
-        self.tx
-            .open_table(CONTACT_EMAILS)?
-            .remove((domain, key.as_str()))?;
+        self.tx.open_table(CONTACT_EMAILS)?.remove((domain, key.as_str()))?;
         Ok(())
     }
 

@@ -42,10 +42,7 @@ impl Wtx<'_> {
     pub fn add_domain(&mut self, domain: &Domain) -> Result<()> {
         let mut table = self.tx.open_table(DOMAINS)?;
         if table.get(domain.name.as_str())?.is_some() {
-            return Err(Error::Conflict(format!(
-                "domain {} already exists",
-                domain.name
-            )));
+            return Err(Error::Conflict(format!("domain {} already exists", domain.name)));
         }
         table.insert(domain.name.as_str(), encode(domain)?.as_slice())?;
         Ok(())

@@ -8,9 +8,10 @@ use super::tables::*;
 use super::{Rtx, Wtx, decode, encode};
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Folder {
+    #[default]
     Inbox,
     Sent,
     Outbox,
@@ -19,13 +20,8 @@ pub enum Folder {
 }
 
 impl Folder {
-    pub const ALL: [Folder; 5] = [
-        Folder::Inbox,
-        Folder::Sent,
-        Folder::Outbox,
-        Folder::Drafts,
-        Folder::Trash,
-    ];
+    pub const ALL: [Folder; 5] =
+        [Folder::Inbox, Folder::Sent, Folder::Outbox, Folder::Drafts, Folder::Trash];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -47,7 +43,7 @@ impl Folder {
 }
 
 /// The list item of `GET /v1/emails`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub id: String,
@@ -63,7 +59,7 @@ pub struct Summary {
     pub has_attachments: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Email {
     #[serde(flatten)]
@@ -77,6 +73,16 @@ pub struct Email {
     pub html: Option<String>,
     pub attachments: Vec<Attachment>,
     pub deliveries: Vec<Delivery>,
+    /// `transactional` or `campaign` for mail we send; `None` otherwise.
+    #[serde(default, rename = "type")]
+    pub send_type: Option<String>,
+    #[serde(default)]
+    pub batch_id: Option<String>,
+    #[serde(default)]
+    pub scheduled_at: Option<u64>,
+    /// When the queue will next try the recipients that are not final yet.
+    #[serde(default)]
+    pub next_attempt_at: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -111,18 +117,13 @@ pub enum Deleted {
 }
 
 impl Email {
-    fn domain(&self) -> &str {
+    pub fn domain(&self) -> &str {
         self.summary.mailbox.rsplit_once('@').map_or("", |(_, d)| d)
     }
 }
 
 fn index_key(s: &Summary) -> (&str, u8, u64, &str) {
-    (
-        s.mailbox.as_str(),
-        s.folder.code(),
-        s.created_at,
-        s.id.as_str(),
-    )
+    (s.mailbox.as_str(), s.folder.code(), s.created_at, s.id.as_str())
 }
 
 impl Wtx<'_> {
@@ -131,17 +132,11 @@ impl Wtx<'_> {
     pub fn insert_email(&mut self, email: &Email) -> Result<()> {
         let mut emails = self.tx.open_table(EMAILS)?;
         if emails.get(email.summary.id.as_str())?.is_some() {
-            return Err(Error::Conflict(format!(
-                "email {} already exists",
-                email.summary.id
-            )));
+            return Err(Error::Conflict(format!("email {} already exists", email.summary.id)));
         }
         emails.insert(email.summary.id.as_str(), encode(email)?.as_slice())?;
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
-        index.insert(
-            index_key(&email.summary),
-            encode(&email.summary)?.as_slice(),
-        )?;
+        index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         Ok(())
     }
 
@@ -149,13 +144,15 @@ impl Wtx<'_> {
     /// outside `domain` are reported as not found.
     pub fn delete_email(&mut self, domain: &str, id: &str) -> Result<Deleted> {
         let mut emails = self.tx.open_table(EMAILS)?;
-        let found = emails
-            .get(id)?
-            .map(|v| decode::<Email>(v.value()))
-            .transpose()?;
+        let found = emails.get(id)?.map(|v| decode::<Email>(v.value())).transpose()?;
         let Some(mut email) = found.filter(|e| e.domain() == domain) else {
             return Err(Error::not_found("email"));
         };
+        if let Some(due) = email.next_attempt_at.take() {
+            // Deleting a message that still waits in the queue cancels what is not final yet.
+            self.tx.open_table(QUEUE)?.remove((due, id))?;
+            super::outbound::cancel_pending(&mut email);
+        }
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.remove(index_key(&email.summary))?;
         if email.summary.folder == Folder::Trash {
@@ -164,11 +161,23 @@ impl Wtx<'_> {
         }
         email.summary.folder = Folder::Trash;
         emails.insert(id, encode(&email)?.as_slice())?;
-        index.insert(
-            index_key(&email.summary),
-            encode(&email.summary)?.as_slice(),
-        )?;
+        index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         Ok(Deleted::MovedToTrash)
+    }
+
+    /// Rewrites a stored email whose summary may have changed (folder, status).
+    pub(super) fn replace_email(&mut self, before: &Summary, email: &Email) -> Result<()> {
+        let mut index = self.tx.open_table(EMAIL_INDEX)?;
+        index.remove(index_key(before))?;
+        index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
+        self.tx.open_table(EMAILS)?.insert(email.summary.id.as_str(), encode(email)?.as_slice())?;
+        Ok(())
+    }
+
+    pub(super) fn load_email(&self, id: &str) -> Result<Option<Email>> {
+        let table = self.tx.open_table(EMAILS)?;
+        let found = table.get(id)?;
+        found.map(|v| decode::<Email>(v.value())).transpose()
     }
 
     /// Removes every email of a mailbox; returns how many.
@@ -185,15 +194,26 @@ impl Wtx<'_> {
             ids.push((folder, at, id.to_owned()));
         }
         let mut emails = self.tx.open_table(EMAILS)?;
+        let mut queue = self.tx.open_table(QUEUE)?;
         for (folder, at, id) in &ids {
             index.remove((mailbox, *folder, *at, id.as_str()))?;
-            emails.remove(id.as_str())?;
+            let removed = emails.remove(id.as_str())?.map(|v| decode::<Email>(v.value()));
+            if let Some(Ok(Email { next_attempt_at: Some(due), .. })) = removed {
+                queue.remove((due, id.as_str()))?;
+            }
         }
         Ok(ids.len())
     }
 }
 
 impl Rtx {
+    /// The email, whatever its domain (for the delivery queue).
+    pub fn email_by_id(&self, id: &str) -> Result<Option<Email>> {
+        let table = self.tx.open_table(EMAILS)?;
+        let found = table.get(id)?;
+        found.map(|v| decode::<Email>(v.value())).transpose()
+    }
+
     /// The email, if it belongs to a mailbox of `domain`.
     pub fn email(&self, domain: &str, id: &str) -> Result<Option<Email>> {
         let table = self.tx.open_table(EMAILS)?;

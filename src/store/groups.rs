@@ -97,12 +97,9 @@ impl Wtx<'_> {
             merge_recipients(&mut group.emails, emails);
         } else {
             merge_recipients(&mut group.emails, patch.add_emails);
-            group.emails.retain(|have| {
-                !patch
-                    .remove_emails
-                    .iter()
-                    .any(|r| r.eq_ignore_ascii_case(have))
-            });
+            group
+                .emails
+                .retain(|have| !patch.remove_emails.iter().any(|r| r.eq_ignore_ascii_case(have)));
         }
         group.updated_at = now_ms();
         let mut table = self.tx.open_table(GROUPS)?;
@@ -182,10 +179,7 @@ mod tests {
     #[test]
     fn merging_keeps_order_and_drops_case_insensitive_duplicates() {
         let mut list = vec!["a@x.com".to_owned()];
-        merge_recipients(
-            &mut list,
-            ["B@x.com", "A@X.com", "b@x.com", "c@x.com"].map(String::from),
-        );
+        merge_recipients(&mut list, ["B@x.com", "A@X.com", "b@x.com", "c@x.com"].map(String::from));
         assert_eq!(list, ["a@x.com", "B@x.com", "c@x.com"]);
     }
 }

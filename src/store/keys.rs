@@ -30,21 +30,14 @@ impl Wtx<'_> {
         {
             return Err(Error::not_found("domain"));
         }
-        self.tx
-            .open_table(KEYS)?
-            .insert(key.id.as_str(), encode(key)?.as_slice())?;
-        self.tx
-            .open_table(KEY_HASHES)?
-            .insert(hash.as_slice(), key.id.as_str())?;
+        self.tx.open_table(KEYS)?.insert(key.id.as_str(), encode(key)?.as_slice())?;
+        self.tx.open_table(KEY_HASHES)?.insert(hash.as_slice(), key.id.as_str())?;
         Ok(())
     }
 
     pub fn revoke_key(&mut self, id: &str, at: u64) -> Result<ApiKey> {
         let mut keys = self.tx.open_table(KEYS)?;
-        let found = keys
-            .get(id)?
-            .map(|v| decode::<ApiKey>(v.value()))
-            .transpose()?;
+        let found = keys.get(id)?.map(|v| decode::<ApiKey>(v.value())).transpose()?;
         let Some(mut key) = found else {
             return Err(Error::not_found("key"));
         };
@@ -108,12 +101,10 @@ impl Rtx {
 
 pub fn encode_hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 fn decode_hex(hex: &str) -> Option<[u8; 32]> {

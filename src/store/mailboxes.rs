@@ -32,9 +32,7 @@ impl Wtx<'_> {
         }
         let mut table = self.tx.open_table(MAILBOXES)?;
         if table.get((domain, local))?.is_some() {
-            return Err(Error::Conflict(format!(
-                "mailbox {local}@{domain} already exists"
-            )));
+            return Err(Error::Conflict(format!("mailbox {local}@{domain} already exists")));
         }
         let mailbox = Mailbox {
             address: format!("{local}@{domain}"),
@@ -49,12 +47,7 @@ impl Wtx<'_> {
 
     /// Deletes the mailbox, every email in it, and its membership of every sender group.
     pub fn delete_mailbox(&mut self, domain: &str, local: &str) -> Result<()> {
-        if self
-            .tx
-            .open_table(MAILBOXES)?
-            .remove((domain, local))?
-            .is_none()
-        {
+        if self.tx.open_table(MAILBOXES)?.remove((domain, local))?.is_none() {
             return Err(Error::not_found("mailbox"));
         }
         let address = format!("{local}@{domain}");

@@ -16,10 +16,7 @@ const STEPS: &[fn(&WriteTransaction) -> Result<()>] = &[];
 pub fn upgrade(db: &Database) -> Result<()> {
     let tx = db.begin_write()?;
     create_tables(&tx)?;
-    let found = tx
-        .open_table(META)?
-        .get("schema_version")?
-        .map(|v| v.value());
+    let found = tx.open_table(META)?.get("schema_version")?.map(|v| v.value());
     match found {
         None => {}
         Some(v) if v > SCHEMA_VERSION => {
@@ -34,9 +31,19 @@ pub fn upgrade(db: &Database) -> Result<()> {
             }
         }
     }
-    tx.open_table(META)?
-        .insert("schema_version", SCHEMA_VERSION)?;
+    tx.open_table(META)?.insert("schema_version", SCHEMA_VERSION)?;
+    ensure_secret(&tx, "tracking")?;
     tx.commit()?;
+    Ok(())
+}
+
+/// A random 32-byte secret under `name`, created once and kept for the life of the file.
+fn ensure_secret(tx: &WriteTransaction, name: &str) -> Result<()> {
+    let mut table = tx.open_table(SECRETS)?;
+    if table.get(name)?.is_none() {
+        let secret: [u8; 32] = rand::random();
+        table.insert(name, secret.as_slice())?;
+    }
     Ok(())
 }
 
@@ -52,6 +59,13 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(CONTACT_EMAILS)?;
     tx.open_table(EMAILS)?;
     tx.open_table(EMAIL_INDEX)?;
+    tx.open_table(QUEUE)?;
+    tx.open_table(SUPPRESSIONS)?;
+    tx.open_table(SUPPRESSIONS_BY_TIME)?;
+    tx.open_table(TRACKING)?;
+    tx.open_table(BATCHES)?;
+    tx.open_table(SECRETS)?;
+    tx.open_table(MESSAGE_IDS)?;
     Ok(())
 }
 
@@ -67,10 +81,7 @@ mod tests {
         let db = Database::create(&path).expect("create");
         upgrade(&db).expect("first open stamps the file");
         let tx = db.begin_write().expect("write");
-        tx.open_table(META)
-            .expect("meta")
-            .insert("schema_version", SCHEMA_VERSION + 1)
-            .expect("x");
+        tx.open_table(META).expect("meta").insert("schema_version", SCHEMA_VERSION + 1).expect("x");
         tx.commit().expect("commit");
         assert!(matches!(upgrade(&db), Err(Error::Unavailable(_))));
         drop(db);

@@ -9,6 +9,7 @@ mod groups;
 mod keys;
 mod mailboxes;
 mod migrate;
+mod outbound;
 mod tables;
 mod writer;
 
@@ -27,6 +28,7 @@ pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
+pub use outbound::{Batch, Outcome, Suppression, Tracking, is_final, overall_status};
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE: &str = "edgemail.redb";
@@ -111,9 +113,7 @@ impl Store {
         T: Send + 'static,
     {
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || read_on(&db, work))
-            .await
-            .map_err(Error::internal)?
+        tokio::task::spawn_blocking(move || read_on(&db, work)).await.map_err(Error::internal)?
     }
 
     pub fn read_blocking<F, T>(&self, work: F) -> Result<T>
@@ -142,9 +142,7 @@ fn read_on<F, T>(db: &Database, work: F) -> Result<T>
 where
     F: FnOnce(&Rtx) -> Result<T>,
 {
-    let rtx = Rtx {
-        tx: db.begin_read()?,
-    };
+    let rtx = Rtx { tx: db.begin_read()? };
     work(&rtx)
 }
 

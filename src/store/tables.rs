@@ -25,3 +25,19 @@ pub const EMAILS: TableDefinition<&str, &[u8]> = TableDefinition::new("emails");
 /// (mailbox address, folder code, createdAt, email id) -> summary: a folder listing is one range read.
 pub const EMAIL_INDEX: TableDefinition<(&str, u8, u64, &str), &[u8]> =
     TableDefinition::new("email_index");
+/// (due time, email id) -> (): outbound messages waiting for a delivery attempt. "What is due" is
+/// one range read from the start.
+pub const QUEUE: TableDefinition<(u64, &str), ()> = TableDefinition::new("queue");
+/// (domain, lower-cased address) -> `Suppression`: addresses we must not send to.
+pub const SUPPRESSIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("suppressions");
+/// (domain, unsubscribedAt, lower-cased address) -> (): suppressions in time order, for paging.
+pub const SUPPRESSIONS_BY_TIME: TableDefinition<(&str, u64, &str), ()> =
+    TableDefinition::new("suppressions_by_time");
+/// email id -> `Tracking`: opens, clicks and unsubscribes of a sent message.
+pub const TRACKING: TableDefinition<&str, &[u8]> = TableDefinition::new("tracking");
+/// batch id -> `Batch`: a campaign send and its counters.
+pub const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("batches");
+/// name -> secret bytes generated on first start (the tracking-token key).
+pub const SECRETS: TableDefinition<&str, &[u8]> = TableDefinition::new("secrets");
+/// RFC 5322 Message-ID we sent -> email id: links bounces and replies to the message.
+pub const MESSAGE_IDS: TableDefinition<&str, &str> = TableDefinition::new("message_ids");

@@ -74,10 +74,7 @@ impl Writer {
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || run_writer(&db, rx))?;
-        Ok(Writer {
-            tx,
-            thread: std::sync::Mutex::new(Some(thread)),
-        })
+        Ok(Writer { tx, thread: std::sync::Mutex::new(Some(thread)) })
     }
 
     /// Queues `work`; the receiver yields its result once it is durable.
@@ -87,11 +84,7 @@ impl Writer {
         T: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job = Box::new(Pending {
-            work: Some(work),
-            outcome: None,
-            reply,
-        });
+        let job = Box::new(Pending { work: Some(work), outcome: None, reply });
         if let Err(mpsc::SendError(Some(job))) = self.tx.send(Some(job)) {
             job.finish(Err(Error::Unavailable("the store is shutting down".into())));
         }
@@ -155,9 +148,7 @@ fn run_batch(db: &Database, batch: &mut [Box<dyn Job>]) -> Result<()> {
         job.run(&tx);
         if job.failed_storage() {
             tx.abort()?;
-            return Err(Error::internal(
-                "a write in the batch failed; batch aborted",
-            ));
+            return Err(Error::internal("a write in the batch failed; batch aborted"));
         }
     }
     tx.commit()?;

@@ -33,25 +33,17 @@ fn documented() -> (Operations, Operations) {
 
 #[test]
 fn every_route_is_documented_and_every_documented_route_is_served() {
-    let routes: BTreeSet<(String, String)> = edgemail::api::routes()
-        .iter()
-        .map(|r| (r.method.to_string(), r.path.to_owned()))
-        .collect();
+    let routes: BTreeSet<(String, String)> =
+        edgemail::api::routes().iter().map(|r| (r.method.to_string(), r.path.to_owned())).collect();
     let (served, planned) = documented();
     let undocumented: Vec<_> = routes.difference(&served).collect();
-    assert!(
-        undocumented.is_empty(),
-        "routes missing from openapi.yaml: {undocumented:?}"
-    );
+    assert!(undocumented.is_empty(), "routes missing from openapi.yaml: {undocumented:?}");
     let unserved: Vec<_> = served.difference(&routes).collect();
     assert!(
         unserved.is_empty(),
         "documented but not routed (mark x-edgemail-planned?): {unserved:?}"
     );
-    assert!(
-        planned.is_disjoint(&routes),
-        "a served route is still marked planned"
-    );
+    assert!(planned.is_disjoint(&routes), "a served route is still marked planned");
 }
 
 #[test]
@@ -86,10 +78,7 @@ fn document_header_and_operations_are_complete() {
         ("post", "/api/tools/validate-emails"),
         ("post", "/api/tools/generate-subject-lines"),
     ] {
-        assert!(
-            d["paths"][path][method].is_object(),
-            "{method} {path} is not described"
-        );
+        assert!(d["paths"][path][method].is_object(), "{method} {path} is not described");
     }
 }
 

@@ -19,11 +19,7 @@ struct Call {
 
 impl Call {
     fn send(&self, c: &Client) -> Resp {
-        c.request(
-            &self.method,
-            &self.path,
-            self.body.as_ref().map(|b| b.to_string().into_bytes()),
-        )
+        c.request(&self.method, &self.path, self.body.as_ref().map(|b| b.to_string().into_bytes()))
     }
 
     /// Sends with exactly this Authorization header (the client must have no key).
@@ -51,6 +47,9 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         }
         ("PATCH", "/v1/sender-groups/{id}") => Some(json!({"name": "Probe renamed"})),
         ("POST", "/v1/contacts") => Some(json!({"email": "ada@example.org", "name": "Ada"})),
+        ("POST", "/v1/send") => Some(
+            json!({"from": "probe@alpha.test", "to": "ada@example.org", "subject": "Hi", "text": "Hello"}),
+        ),
         _ => panic!("no valid body known for {method} {template}; add one to auth.rs"),
     }
 }
@@ -68,11 +67,7 @@ fn calls(access: Access) -> Vec<Call> {
                 .map(|seg| if seg.starts_with('{') { "dummy" } else { seg })
                 .collect::<Vec<_>>()
                 .join("/");
-            Call {
-                body: valid_body(&method, r.path),
-                method,
-                path,
-            }
+            Call { body: valid_body(&method, r.path), method, path }
         })
         .collect();
     assert!(!calls.is_empty(), "no {access:?} routes");
@@ -81,12 +76,7 @@ fn calls(access: Access) -> Vec<Call> {
 
 /// Checks that nothing was created on `c`'s domain.
 fn assert_domain_untouched(c: &Client) {
-    for list in [
-        "/v1/mailboxes",
-        "/v1/sender-groups",
-        "/v1/contacts",
-        "/v1/emails",
-    ] {
+    for list in ["/v1/mailboxes", "/v1/sender-groups", "/v1/contacts", "/v1/emails"] {
         assert_eq!(c.get(list).expect(200).json(), json!([]), "{list}");
     }
 }
@@ -100,8 +90,7 @@ fn missing_key_is_unauthorized_on_every_domain_route() {
         assert_eq!(err["status"], 401, "{}", call.name());
     }
     // Authentication comes before validating the body.
-    anon.post("/v1/contacts", json!({}))
-        .expect_error(401, "unauthorized");
+    anon.post("/v1/contacts", json!({})).expect_error(401, "unauthorized");
     assert_domain_untouched(&w.alpha());
 }
 
@@ -124,17 +113,10 @@ fn wrong_or_malformed_authorization_is_unauthorized_on_every_domain_route() {
     for call in calls(Access::Domain) {
         for header in headers {
             let resp = call.send_with_auth(&anon, header);
-            assert_eq!(
-                resp.status,
-                401,
-                "{} with {header:?}: {}",
-                call.name(),
-                resp.text()
-            );
+            assert_eq!(resp.status, 401, "{} with {header:?}: {}", call.name(), resp.text());
             resp.expect_error(401, "unauthorized");
         }
-        call.send(&w.server.client(Some("bogus")))
-            .expect_error(401, "unauthorized");
+        call.send(&w.server.client(Some("bogus"))).expect_error(401, "unauthorized");
     }
     assert_domain_untouched(&w.alpha());
 }
@@ -144,16 +126,10 @@ fn another_seeded_key_of_a_domain_is_live() {
     let mut extra = String::new();
     let w = World::start_seeded(|seed| extra = seed.key(Some(A)));
     let second = w.server.client(Some(&extra));
-    let made = second.post(
-        "/v1/contacts",
-        json!({"email": "ada@example.org", "name": "Ada"}),
-    );
+    let made = second.post("/v1/contacts", json!({"email": "ada@example.org", "name": "Ada"}));
     let contact = made.expect(201).json();
     // Both keys of the domain see the same contact book.
-    assert_eq!(
-        w.alpha().get("/v1/contacts").expect(200).json(),
-        json!([contact])
-    );
+    assert_eq!(w.alpha().get("/v1/contacts").expect(200).json(), json!([contact]));
     assert_eq!(w.beta().get("/v1/contacts").expect(200).json(), json!([]));
 }
 
@@ -167,17 +143,9 @@ fn org_wide_key_is_forbidden_on_every_domain_route() {
         resp.expect_error(403, "forbidden");
     }
     // Scope is checked before the body.
-    org.post("/v1/contacts", json!({}))
-        .expect_error(403, "forbidden");
+    org.post("/v1/contacts", json!({})).expect_error(403, "forbidden");
     let a = w.alpha();
-    assert_eq!(
-        a.get("/v1/mailboxes")
-            .expect(200)
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(1)
-    );
+    assert_eq!(a.get("/v1/mailboxes").expect(200).json().as_array().map(Vec::len), Some(1));
     for list in ["/v1/sender-groups", "/v1/contacts"] {
         assert_eq!(a.get(list).expect(200).json(), json!([]), "{list}");
     }
@@ -188,18 +156,9 @@ fn public_routes_need_no_key_and_ignore_bad_ones() {
     let w = World::start();
     let bogus = w.server.client(Some("bogus"));
     for call in calls(Access::Public) {
-        for (who, c) in [
-            ("anonymous", w.anonymous()),
-            ("bogus", w.server.client(Some("bogus"))),
-        ] {
+        for (who, c) in [("anonymous", w.anonymous()), ("bogus", w.server.client(Some("bogus")))] {
             let resp = call.send(&c);
-            assert_eq!(
-                resp.status,
-                200,
-                "{} as {who}: {}",
-                call.name(),
-                resp.text()
-            );
+            assert_eq!(resp.status, 200, "{} as {who}: {}", call.name(), resp.text());
         }
         call.send(&w.org()).expect(200);
         call.send(&w.alpha()).expect(200);
@@ -217,16 +176,11 @@ fn a_domain_key_cannot_delete_another_domains_mailbox() {
         seed.mailbox(A, "mine");
     });
     let a = w.alpha();
-    a.delete(&format!("/v1/mailboxes/x@{B}"))
-        .expect_error(404, "not_found");
+    a.delete(&format!("/v1/mailboxes/x@{B}")).expect_error(404, "not_found");
     a.delete("/v1/mailboxes/x").expect_error(404, "not_found");
     let theirs = w.beta().get("/v1/mailboxes").expect(200).json();
-    let addresses: Vec<&Value> = theirs
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|m| &m["address"])
-        .collect();
+    let addresses: Vec<&Value> =
+        theirs.as_array().expect("array").iter().map(|m| &m["address"]).collect();
     assert_eq!(addresses, [&json!(format!("x@{B}"))]);
     let ours = a.get("/v1/mailboxes").expect(200).json();
     assert_eq!(ours.as_array().map(Vec::len), Some(1), "{ours}");
@@ -241,15 +195,10 @@ fn a_domain_key_cannot_update_or_delete_another_domains_group() {
     let group = b.post("/v1/sender-groups", body).expect(201).json();
     let path = format!("/v1/sender-groups/{}", group["id"].as_str().expect("id"));
     let a = w.alpha();
-    a.patch(&path, json!({"name": "Hijacked"}))
-        .expect_error(404, "not_found");
-    a.patch(&path, json!({"addEmails": ["evil@example.org"]}))
-        .expect_error(404, "not_found");
+    a.patch(&path, json!({"name": "Hijacked"})).expect_error(404, "not_found");
+    a.patch(&path, json!({"addEmails": ["evil@example.org"]})).expect_error(404, "not_found");
     a.delete(&path).expect_error(404, "not_found");
-    assert_eq!(
-        b.get("/v1/sender-groups").expect(200).json(),
-        json!([group])
-    );
+    assert_eq!(b.get("/v1/sender-groups").expect(200).json(), json!([group]));
     assert_eq!(a.get("/v1/sender-groups").expect(200).json(), json!([]));
 }
 
@@ -258,10 +207,7 @@ fn a_domain_key_cannot_delete_another_domains_contact() {
     let w = World::start();
     let b = w.beta();
     let contact = b
-        .post(
-            "/v1/contacts",
-            json!({"email": "ada@example.org", "name": "Ada"}),
-        )
+        .post("/v1/contacts", json!({"email": "ada@example.org", "name": "Ada"}))
         .expect(201)
         .json();
     let path = format!("/v1/contacts/{}", contact["id"].as_str().expect("id"));
@@ -286,16 +232,10 @@ fn a_domain_key_cannot_read_or_delete_another_domains_email() {
     a.delete(&path).expect_error(404, "not_found");
     let b = w.beta();
     let email = b.get(&path).expect(200).json();
-    assert_eq!(
-        email["folder"], "inbox",
-        "a delete by another domain moved it: {email}"
-    );
+    assert_eq!(email["folder"], "inbox", "a delete by another domain moved it: {email}");
     let inbox = b.get("/v1/emails").expect(200).json();
     assert_eq!(inbox.as_array().map(Vec::len), Some(1), "{inbox}");
-    assert_eq!(
-        b.get("/v1/emails?folder=trash").expect(200).json(),
-        json!([])
-    );
+    assert_eq!(b.get("/v1/emails?folder=trash").expect(200).json(), json!([]));
 }
 
 #[test]
@@ -310,11 +250,7 @@ fn lists_never_show_another_domains_items() {
     for (domain, c) in [(A, w.alpha()), (B, w.beta())] {
         let group = json!({"name": format!("group of {domain}"), "mailboxes": "all"});
         c.post("/v1/sender-groups", group).expect(201);
-        c.post(
-            "/v1/contacts",
-            json!({"email": "ada@example.org", "name": domain}),
-        )
-        .expect(201);
+        c.post("/v1/contacts", json!({"email": "ada@example.org", "name": domain})).expect(201);
     }
     for (domain, c) in [(A, w.alpha()), (B, w.beta())] {
         let mailboxes = c.get("/v1/mailboxes").expect(200).json();

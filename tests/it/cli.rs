@@ -40,47 +40,25 @@ fn domain_and_key_commands_work_while_the_server_runs() {
     }
     assert!(run(&["domain", "list"], &dir).contains("gamma.test"));
 
-    let (id, secret) = key_of(&run(
-        &["key", "create", "--name", "ci", "--domain", "gamma.test"],
-        &dir,
-    ));
+    let (id, secret) =
+        key_of(&run(&["key", "create", "--name", "ci", "--domain", "gamma.test"], &dir));
     let c = server.client(Some(&secret));
-    let mailbox = c
-        .post("/v1/mailboxes", json!({"address": "ops"}))
-        .expect(201)
-        .json();
+    let mailbox = c.post("/v1/mailboxes", json!({"address": "ops"})).expect(201).json();
     assert_eq!(mailbox["address"], "ops@gamma.test");
     let listed = run(&["key", "list"], &dir);
-    assert!(
-        listed.contains(&id) && listed.contains("active"),
-        "{listed}"
-    );
-    assert!(
-        !listed.contains(&secret),
-        "key list must never show a secret"
-    );
+    assert!(listed.contains(&id) && listed.contains("active"), "{listed}");
+    assert!(!listed.contains(&secret), "key list must never show a secret");
 
     run(&["key", "revoke", &id], &dir);
     c.get("/v1/mailboxes").expect_error(401, "unauthorized");
     assert!(run(&["key", "list"], &dir).contains("revoked"));
 
-    let (_, second) = key_of(&run(
-        &["key", "create", "--name", "ci2", "--domain", "gamma.test"],
-        &dir,
-    ));
-    server
-        .client(Some(&second))
-        .get("/v1/mailboxes")
-        .expect(200);
+    let (_, second) =
+        key_of(&run(&["key", "create", "--name", "ci2", "--domain", "gamma.test"], &dir));
+    server.client(Some(&second)).get("/v1/mailboxes").expect(200);
     let removed = run(&["domain", "remove", "gamma.test"], &dir);
-    assert!(
-        removed.contains("1 mailboxes") && removed.contains("1 keys revoked"),
-        "{removed}"
-    );
-    server
-        .client(Some(&second))
-        .get("/v1/mailboxes")
-        .expect_error(401, "unauthorized");
+    assert!(removed.contains("1 mailboxes") && removed.contains("1 keys revoked"), "{removed}");
+    server.client(Some(&second)).get("/v1/mailboxes").expect_error(401, "unauthorized");
     assert!(!run(&["domain", "list"], &dir).contains("gamma.test"));
 }
 
@@ -88,20 +66,12 @@ fn domain_and_key_commands_work_while_the_server_runs() {
 fn commands_work_on_a_stopped_data_directory() {
     let dir = TempDir::new("cli-offline");
     run(&["domain", "add", "offline.test"], &dir);
-    let (_, secret) = key_of(&run(
-        &["key", "create", "--name", "n", "--domain", "offline.test"],
-        &dir,
-    ));
+    let (_, secret) =
+        key_of(&run(&["key", "create", "--name", "n", "--domain", "offline.test"], &dir));
     let (_, org) = key_of(&run(&["key", "create", "--name", "o", "--org"], &dir));
     let server = Server::start(&dir.0);
-    server
-        .client(Some(&secret))
-        .post("/v1/mailboxes", json!({"address": "a"}))
-        .expect(201);
-    server
-        .client(Some(&org))
-        .get("/v1/mailboxes")
-        .expect_error(403, "forbidden");
+    server.client(Some(&secret)).post("/v1/mailboxes", json!({"address": "a"})).expect(201);
+    server.client(Some(&org)).get("/v1/mailboxes").expect_error(403, "forbidden");
 }
 
 #[test]
@@ -110,16 +80,8 @@ fn bad_commands_fail_with_a_message() {
     let data = dir.0.to_str().expect("utf-8");
     let (ok, _, err) = cli(&["domain", "add", "not a domain", "--data", data]);
     assert!(!ok && err.contains("invalid domain"), "{err}");
-    let (ok, _, err) = cli(&[
-        "key",
-        "create",
-        "--name",
-        "k",
-        "--domain",
-        "missing.test",
-        "--data",
-        data,
-    ]);
+    let (ok, _, err) =
+        cli(&["key", "create", "--name", "k", "--domain", "missing.test", "--data", data]);
     assert!(!ok && err.contains("not found"), "{err}");
     let (ok, _, _) = cli(&["key", "create", "--name", "k", "--data", data]);
     assert!(!ok, "a key needs --domain or --org");

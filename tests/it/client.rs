@@ -23,18 +23,12 @@ pub struct Resp {
 impl Resp {
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "body is not JSON ({e}): {}",
-                String::from_utf8_lossy(&self.body)
-            )
+            panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body))
         })
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     pub fn text(&self) -> String {
@@ -44,12 +38,7 @@ impl Resp {
     /// Asserts the status, printing the body when it differs.
     #[track_caller]
     pub fn expect(self, status: u16) -> Resp {
-        assert_eq!(
-            self.status,
-            status,
-            "unexpected status; body: {}",
-            self.text()
-        );
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text());
         self
     }
 
@@ -61,10 +50,7 @@ impl Resp {
         assert_eq!(body["code"], code, "{body}");
         assert_eq!(body["status"], status, "{body}");
         for field in ["error", "message", "hint", "documentation_url"] {
-            assert!(
-                body[field].as_str().is_some_and(|s| !s.is_empty()),
-                "{field} missing: {body}"
-            );
+            assert!(body[field].as_str().is_some_and(|s| !s.is_empty()), "{field} missing: {body}");
         }
         body
     }
@@ -92,11 +78,8 @@ impl Client {
     }
 
     pub fn request(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Resp {
-        let headers: &[(&str, &str)] = if body.is_some() {
-            &[("Content-Type", "application/json")]
-        } else {
-            &[]
-        };
+        let headers: &[(&str, &str)] =
+            if body.is_some() { &[("Content-Type", "application/json")] } else { &[] };
         self.raw(method, path, headers, body.as_deref())
     }
 
@@ -108,10 +91,8 @@ impl Client {
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
     ) -> Resp {
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-            self.addr
-        );
+        let mut req =
+            format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.addr);
         if let Some(key) = &self.key {
             req.push_str(&format!("Authorization: Bearer {key}\r\n"));
         }
@@ -134,9 +115,7 @@ impl Client {
     /// Writes raw bytes and parses whatever comes back (no schema check).
     pub fn exchange(&self, request: &[u8]) -> Resp {
         let mut stream = TcpStream::connect(self.addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
         // The server may answer (413) and close before reading everything we send.
         let _ = stream.write_all(request);
         let mut raw = Vec::new();
@@ -153,11 +132,7 @@ pub fn parse_response(raw: &[u8]) -> Resp {
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or("");
-    let status = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status");
+    let status = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
@@ -170,9 +145,5 @@ pub fn parse_response(raw: &[u8]) -> Resp {
     {
         body.truncate(len);
     }
-    Resp {
-        status,
-        headers,
-        body,
-    }
+    Resp { status, headers, body }
 }

@@ -10,19 +10,12 @@ use crate::client::Client;
 use crate::harness::World;
 
 fn create(c: &Client, email: &str, name: &str) -> Value {
-    c.post("/v1/contacts", json!({"email": email, "name": name}))
-        .expect(201)
-        .json()
+    c.post("/v1/contacts", json!({"email": email, "name": name})).expect(201).json()
 }
 
 fn ids(list: &Value) -> Vec<&str> {
-    let items = list
-        .as_array()
-        .unwrap_or_else(|| panic!("not an array: {list}"));
-    items
-        .iter()
-        .map(|c| c["id"].as_str().expect("id"))
-        .collect()
+    let items = list.as_array().unwrap_or_else(|| panic!("not an array: {list}"));
+    items.iter().map(|c| c["id"].as_str().expect("id")).collect()
 }
 
 /// Lets the millisecond clock move on, so times and time-ordered ids differ.
@@ -36,17 +29,11 @@ fn create_answers_201_with_the_contact() {
     let before = now_ms();
     let contact = create(&w.alpha(), "ada@example.org", "Ada Lovelace");
     let after = now_ms();
-    assert!(
-        contact["id"].as_str().is_some_and(|id| !id.is_empty()),
-        "{contact}"
-    );
+    assert!(contact["id"].as_str().is_some_and(|id| !id.is_empty()), "{contact}");
     assert_eq!(contact["email"], "ada@example.org");
     assert_eq!(contact["name"], "Ada Lovelace");
     let created = contact["createdAt"].as_u64().expect("createdAt");
-    assert!(
-        (before..=after).contains(&created),
-        "{created} not in {before}..={after}"
-    );
+    assert!((before..=after).contains(&created), "{created} not in {before}..={after}");
     assert_eq!(contact["updatedAt"], contact["createdAt"]);
     let list = w.alpha().get("/v1/contacts").expect(200).json();
     assert_eq!(list, json!([contact]));
@@ -86,17 +73,10 @@ fn list_is_oldest_first_and_only_the_keys_domain() {
     let w = World::start();
     let (a, b) = (w.alpha(), w.beta());
     let mut want = Vec::new();
-    for (email, name) in [
-        ("c@example.org", "Cee"),
-        ("a@example.org", "Ay"),
-        ("b@example.org", "Bee"),
-    ] {
-        want.push(
-            create(&a, email, name)["id"]
-                .as_str()
-                .expect("id")
-                .to_owned(),
-        );
+    for (email, name) in
+        [("c@example.org", "Cee"), ("a@example.org", "Ay"), ("b@example.org", "Bee")]
+    {
+        want.push(create(&a, email, name)["id"].as_str().expect("id").to_owned());
         tick();
     }
     let theirs = create(&b, "z@example.org", "Zed");
@@ -124,17 +104,11 @@ fn missing_email_or_name_is_invalid_request_naming_the_field() {
         (json!({"email": null, "name": "Ada"}), "email"),
         (json!({"email": "ada@example.org", "name": null}), "name"),
     ] {
-        let err = a
-            .post("/v1/contacts", body.clone())
-            .expect_error(400, "invalid_request");
+        let err = a.post("/v1/contacts", body.clone()).expect_error(400, "invalid_request");
         let message = err["message"].as_str().unwrap_or("");
-        assert!(
-            message.contains(field),
-            "{body}: message does not name `{field}`: {err}"
-        );
+        assert!(message.contains(field), "{body}: message does not name `{field}`: {err}");
     }
-    a.post("/v1/contacts", json!({}))
-        .expect_error(400, "invalid_request");
+    a.post("/v1/contacts", json!({})).expect_error(400, "invalid_request");
     assert_eq!(a.get("/v1/contacts").expect(200).json(), json!([]));
 }
 
@@ -142,31 +116,15 @@ fn missing_email_or_name_is_invalid_request_naming_the_field() {
 fn invalid_email_is_invalid_request() {
     let w = World::start();
     let a = w.alpha();
-    for email in [
-        "nope",
-        "a@b",
-        "",
-        "@example.org",
-        "a b@example.org",
-        "a@",
-        "a..b@example.org",
-    ] {
+    for email in ["nope", "a@b", "", "@example.org", "a b@example.org", "a@", "a..b@example.org"] {
         let body = json!({"email": email, "name": "Someone"});
-        let err = a
-            .post("/v1/contacts", body)
-            .expect_error(400, "invalid_request");
-        assert!(
-            err["message"].as_str().unwrap_or("").contains("email"),
-            "{email:?}: {err}"
-        );
+        let err = a.post("/v1/contacts", body).expect_error(400, "invalid_request");
+        assert!(err["message"].as_str().unwrap_or("").contains("email"), "{email:?}: {err}");
     }
     let err = a
         .post("/v1/contacts", json!({"email": 5, "name": "Five"}))
         .expect_error(400, "invalid_request");
-    assert!(
-        err["message"].as_str().unwrap_or("").contains("email"),
-        "{err}"
-    );
+    assert!(err["message"].as_str().unwrap_or("").contains("email"), "{err}");
     assert_eq!(a.get("/v1/contacts").expect(200).json(), json!([]));
 }
 
@@ -175,28 +133,15 @@ fn invalid_name_is_invalid_request() {
     let w = World::start();
     let a = w.alpha();
     let long = "n".repeat(201);
-    for name in [
-        "",
-        "   ",
-        "Ada\nLovelace",
-        "Ada\r\nBcc: x@example.org",
-        "tab\there",
-        long.as_str(),
-    ] {
+    for name in
+        ["", "   ", "Ada\nLovelace", "Ada\r\nBcc: x@example.org", "tab\there", long.as_str()]
+    {
         let body = json!({"email": "ada@example.org", "name": name});
-        let err = a
-            .post("/v1/contacts", body)
-            .expect_error(400, "invalid_request");
-        assert!(
-            err["message"].as_str().unwrap_or("").contains("name"),
-            "{name:?}: {err}"
-        );
+        let err = a.post("/v1/contacts", body).expect_error(400, "invalid_request");
+        assert!(err["message"].as_str().unwrap_or("").contains("name"), "{name:?}: {err}");
     }
-    a.post(
-        "/v1/contacts",
-        json!({"email": "ada@example.org", "name": ["Ada"]}),
-    )
-    .expect_error(400, "invalid_request");
+    a.post("/v1/contacts", json!({"email": "ada@example.org", "name": ["Ada"]}))
+        .expect_error(400, "invalid_request");
     // 200 characters is still fine.
     create(&a, "ada@example.org", &"n".repeat(200));
 }
@@ -206,20 +151,10 @@ fn unknown_fields_and_malformed_bodies_are_invalid_request() {
     let w = World::start();
     let a = w.alpha();
     let body = json!({"email": "ada@example.org", "name": "Ada", "phone": "123"});
-    let err = a
-        .post("/v1/contacts", body)
-        .expect_error(400, "invalid_request");
-    assert!(
-        err["message"].as_str().unwrap_or("").contains("phone"),
-        "{err}"
-    );
+    let err = a.post("/v1/contacts", body).expect_error(400, "invalid_request");
+    assert!(err["message"].as_str().unwrap_or("").contains("phone"), "{err}");
     let json_headers = [("Content-Type", "application/json")];
-    let malformed: [&[u8]; 4] = [
-        b"{\"email\": ",
-        b"[\"ada@example.org\", \"Ada\"]",
-        b"",
-        b"null",
-    ];
+    let malformed: [&[u8]; 4] = [b"{\"email\": ", b"[\"ada@example.org\", \"Ada\"]", b"", b"null"];
     for raw in malformed {
         a.raw("POST", "/v1/contacts", &json_headers, Some(raw))
             .expect_error(400, "invalid_request");
@@ -246,12 +181,8 @@ fn delete_removes_the_contact_once() {
 #[test]
 fn delete_unknown_contact_is_not_found() {
     let w = World::start();
-    w.alpha()
-        .delete("/v1/contacts/ct_00000000000000000000000000")
-        .expect_error(404, "not_found");
-    w.alpha()
-        .delete("/v1/contacts/nope")
-        .expect_error(404, "not_found");
+    w.alpha().delete("/v1/contacts/ct_00000000000000000000000000").expect_error(404, "not_found");
+    w.alpha().delete("/v1/contacts/nope").expect_error(404, "not_found");
 }
 
 #[test]

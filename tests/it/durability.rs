@@ -22,19 +22,12 @@ fn a_created_resource_survives_sigkill_right_after_201() {
     let mut server = Server::start(&dir.0);
     let created = server
         .client(Some(&key))
-        .post(
-            "/v1/contacts",
-            json!({"email": "kept@example.com", "name": "Kept"}),
-        )
+        .post("/v1/contacts", json!({"email": "kept@example.com", "name": "Kept"}))
         .expect(201)
         .json();
     server.kill9();
     let server = Server::start(&dir.0);
-    let list = server
-        .client(Some(&key))
-        .get("/v1/contacts")
-        .expect(200)
-        .json();
+    let list = server.client(Some(&key)).get("/v1/contacts").expect(200).json();
     assert_eq!(list.as_array().map(Vec::len), Some(1));
     assert_eq!(list[0]["id"], created["id"]);
 }
@@ -60,19 +53,12 @@ fn concurrent_writes_answered_201_all_survive_sigkill() {
             })
         })
         .collect();
-    let created: BTreeSet<String> = threads
-        .into_iter()
-        .flat_map(|t| t.join().expect("thread"))
-        .flatten()
-        .collect();
+    let created: BTreeSet<String> =
+        threads.into_iter().flat_map(|t| t.join().expect("thread")).flatten().collect();
     assert_eq!(created.len(), 200);
     server.kill9();
     let server = Server::start(&dir.0);
-    let list = server
-        .client(Some(&key))
-        .get("/v1/contacts")
-        .expect(200)
-        .json();
+    let list = server.client(Some(&key)).get("/v1/contacts").expect(200).json();
     let found: BTreeSet<String> = list
         .as_array()
         .into_iter()
@@ -86,27 +72,17 @@ fn concurrent_writes_answered_201_all_survive_sigkill() {
 fn sigterm_shuts_down_cleanly_and_releases_the_data_directory() {
     let (dir, key) = world();
     let mut server = Server::start(&dir.0);
-    server
-        .client(Some(&key))
-        .post("/v1/mailboxes", json!({"address": "kept"}))
-        .expect(201);
+    server.client(Some(&key)).post("/v1/mailboxes", json!({"address": "kept"})).expect(201);
     let status = server.terminate();
     assert!(status.success(), "exit status {status}");
     assert!(server.log().contains("store closed"), "{}", server.log());
-    assert!(
-        !dir.0.join("admin.sock").exists(),
-        "the admin socket was left behind"
-    );
+    assert!(!dir.0.join("admin.sock").exists(), "the admin socket was left behind");
     // The file is free again: the CLI opens it directly.
     let (ok, out, err) =
         crate::harness::cli(&["key", "list", "--data", dir.0.to_str().unwrap_or("")]);
     assert!(ok, "{err}");
     assert!(out.contains("alpha.test"), "{out}");
     let server = Server::start(&dir.0);
-    let list = server
-        .client(Some(&key))
-        .get("/v1/mailboxes")
-        .expect(200)
-        .json();
+    let list = server.client(Some(&key)).get("/v1/mailboxes").expect(200).json();
     assert_eq!(list[0]["address"], "kept@alpha.test");
 }

@@ -12,11 +12,7 @@ use crate::harness::{A, B, Seed, World};
 
 /// A plain received message in `mailbox` (a full address), with a fixed creation time.
 pub fn sample_email(mailbox: &str, folder: Folder, subject: &str, created_at: u64) -> Email {
-    let status = if folder == Folder::Drafts {
-        "draft"
-    } else {
-        "received"
-    };
+    let status = if folder == Folder::Drafts { "draft" } else { "received" };
     Email {
         summary: Summary {
             id: new_id("em"),
@@ -35,14 +31,12 @@ pub fn sample_email(mailbox: &str, folder: Folder, subject: &str, created_at: u6
         reply_to: None,
         message_id: Some(format!("<{subject}@example.org>")),
         in_reply_to: None,
-        headers: vec![Header {
-            name: "Subject".to_owned(),
-            value: subject.to_owned(),
-        }],
+        headers: vec![Header { name: "Subject".to_owned(), value: subject.to_owned() }],
         text: Some(format!("body of {subject}")),
         html: None,
         attachments: Vec::new(),
         deliveries: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -57,13 +51,8 @@ fn put(seed: &Seed, mailbox: &str, folder: Folder, subject: &str, at: u64) -> St
 /// The ids `GET /v1/emails{query}` lists, in order.
 fn listed(c: &Client, query: &str) -> Vec<String> {
     let list = c.get(&format!("/v1/emails{query}")).expect(200).json();
-    let items = list
-        .as_array()
-        .unwrap_or_else(|| panic!("not an array: {list}"));
-    items
-        .iter()
-        .map(|e| e["id"].as_str().expect("id").to_owned())
-        .collect()
+    let items = list.as_array().unwrap_or_else(|| panic!("not an array: {list}"));
+    items.iter().map(|e| e["id"].as_str().expect("id").to_owned()).collect()
 }
 
 fn at_a(local: &str) -> String {
@@ -104,10 +93,7 @@ fn list_defaults_to_the_earliest_mailbox_inbox_newest_first() {
     let a = w.alpha();
     let list = a.get("/v1/emails").expect(200).json();
     assert_eq!(listed(&a, ""), want, "{list}");
-    let explicit = a
-        .get("/v1/emails?mailbox=zed&folder=inbox&limit=50")
-        .expect(200)
-        .json();
+    let explicit = a.get("/v1/emails?mailbox=zed&folder=inbox&limit=50").expect(200).json();
     assert_eq!(explicit, list);
     let newest = &list[0];
     assert_eq!(newest["mailbox"], at_a("zed"));
@@ -136,10 +122,7 @@ fn list_by_local_part_or_full_address_shows_only_that_mailbox() {
     });
     let a = w.alpha();
     assert_eq!(listed(&a, "?mailbox=second"), [second.clone()]);
-    assert_eq!(
-        listed(&a, &format!("?mailbox=second%40{A}")),
-        [second.clone()]
-    );
+    assert_eq!(listed(&a, &format!("?mailbox=second%40{A}")), [second.clone()]);
     assert_eq!(listed(&a, &format!("?mailbox=second@{A}")), [second]);
     assert_eq!(listed(&a, "?mailbox=first"), [first]);
 }
@@ -155,16 +138,8 @@ fn list_selects_each_folder() {
         }
     });
     for (name, id) in &by_folder {
-        let list = w
-            .alpha()
-            .get(&format!("/v1/emails?folder={name}"))
-            .expect(200)
-            .json();
-        assert_eq!(
-            list.as_array().map(Vec::len),
-            Some(1),
-            "folder {name}: {list}"
-        );
+        let list = w.alpha().get(&format!("/v1/emails?folder={name}")).expect(200).json();
+        assert_eq!(list.as_array().map(Vec::len), Some(1), "folder {name}: {list}");
         assert_eq!(list[0]["id"], *id);
         assert_eq!(list[0]["folder"], *name);
     }
@@ -176,13 +151,7 @@ fn list_limit_returns_the_newest() {
     let w = World::start_seeded(|seed| {
         seed.mailbox(A, "box");
         for n in 0..5u64 {
-            all.push(put(
-                seed,
-                &at_a("box"),
-                Folder::Inbox,
-                &format!("n{n}"),
-                1_000 + n,
-            ));
+            all.push(put(seed, &at_a("box"), Folder::Inbox, &format!("n{n}"), 1_000 + n));
         }
     });
     all.reverse();
@@ -197,11 +166,7 @@ fn list_limit_returns_the_newest() {
 fn list_rejects_bad_folder_and_limit() {
     let w = World::start_seeded(|seed| seed.mailbox(A, "box"));
     let a = w.alpha();
-    let bad = [
-        ("folder", "spam"),
-        ("folder", "all"),
-        ("folder", "inbox,sent"),
-    ];
+    let bad = [("folder", "spam"), ("folder", "all"), ("folder", "inbox,sent")];
     let limits = ["0", "101", "abc", "-1", "1.5"].map(|l| ("limit", l));
     for (field, value) in bad.into_iter().chain(limits) {
         let path = format!("/v1/emails?{field}={value}");
@@ -222,12 +187,8 @@ fn list_unknown_or_foreign_mailbox_is_not_found() {
     // Unknown here; another domain's mailbox by full address and by its local part.
     let other_full = format!("/v1/emails?mailbox=other@{B}");
     let nobody_full = format!("/v1/emails?mailbox=nobody@{A}");
-    for path in [
-        "/v1/emails?mailbox=nobody",
-        &nobody_full,
-        &other_full,
-        "/v1/emails?mailbox=other",
-    ] {
+    for path in ["/v1/emails?mailbox=nobody", &nobody_full, &other_full, "/v1/emails?mailbox=other"]
+    {
         a.get(path).expect_error(404, "not_found");
     }
     assert_eq!(listed(&w.beta(), "?mailbox=other").len(), 1);
@@ -248,10 +209,7 @@ fn get_returns_the_full_email_with_attachments_and_deliveries() {
         email.cc = vec!["linus@example.com".into()];
         email.reply_to = Some("replies@alpha.test".into());
         email.in_reply_to = Some("<earlier@example.org>".into());
-        let header = |name: &str, value: &str| Header {
-            name: name.into(),
-            value: value.into(),
-        };
+        let header = |name: &str, value: &str| Header { name: name.into(), value: value.into() };
         email.headers = vec![header("From", &at_a("box")), header("X-Custom", "yes")];
         email.html = Some("<p>body of report</p>".into());
         let attachment = |filename: Option<&str>, content_type: &str, size| Attachment {
@@ -297,7 +255,8 @@ fn get_returns_the_full_email_with_attachments_and_deliveries() {
              "lastResponse": "250 OK", "updatedAt": T + 500},
             {"recipient": "grace@example.net", "status": "deferred", "attempts": 3,
              "lastResponse": null, "updatedAt": T + 900}
-        ]
+        ],
+        "type": null, "batchId": null, "scheduledAt": null, "nextAttemptAt": null, "tracking": null
     });
     assert_eq!(got, want);
     let sent = a.get("/v1/emails?folder=sent").expect(200).json();
@@ -349,10 +308,7 @@ fn delete_from_sent_or_drafts_moves_to_trash() {
     let w = World::start_seeded(|seed| {
         seed.mailbox(A, "box");
         for (n, folder) in [Folder::Sent, Folder::Drafts].into_iter().enumerate() {
-            seeded.push((
-                folder.name(),
-                put(seed, &at_a("box"), folder, "x", 1_000 + n as u64),
-            ));
+            seeded.push((folder.name(), put(seed, &at_a("box"), folder, "x", 1_000 + n as u64)));
         }
     });
     let a = w.alpha();

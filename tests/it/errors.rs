@@ -11,21 +11,15 @@ use crate::harness::{A, Seed, Server, TempDir, World};
 #[test]
 fn unknown_routes_answer_404_with_the_error_object() {
     let w = World::start();
-    w.alpha()
-        .get("/v1/nothing-here")
-        .expect_error(404, "not_found");
+    w.alpha().get("/v1/nothing-here").expect_error(404, "not_found");
     w.anonymous().get("/").expect_error(404, "not_found");
-    w.alpha()
-        .get("/v1/mailboxes/")
-        .expect_error(404, "not_found");
+    w.alpha().get("/v1/mailboxes/").expect_error(404, "not_found");
 }
 
 #[test]
 fn wrong_methods_answer_405_with_allow() {
     let w = World::start();
-    let resp = w
-        .alpha()
-        .request("PUT", "/v1/mailboxes", Some(b"{}".to_vec()));
+    let resp = w.alpha().request("PUT", "/v1/mailboxes", Some(b"{}".to_vec()));
     assert_eq!(resp.header("allow"), Some("GET, HEAD, POST"));
     resp.expect_error(405, "method_not_allowed");
     let resp = w.alpha().request("GET", "/v1/sender-groups/x", None);
@@ -38,42 +32,18 @@ fn malformed_json_names_the_problem() {
     let w = World::start();
     let c = w.alpha();
     let e = c
-        .raw(
-            "POST",
-            "/v1/contacts",
-            &[("Content-Type", "application/json")],
-            Some(b"{\"email\": "),
-        )
+        .raw("POST", "/v1/contacts", &[("Content-Type", "application/json")], Some(b"{\"email\": "))
         .expect_error(400, "invalid_request");
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("not valid JSON"),
-        "{e}"
-    );
+    assert!(e["message"].as_str().unwrap_or("").contains("not valid JSON"), "{e}");
     let e = c
         .post("/v1/contacts", json!({"email": ["x"], "name": "n"}))
         .expect_error(400, "invalid_request");
-    assert!(
-        e["message"].as_str().unwrap_or("").contains("`email`"),
-        "{e}"
-    );
+    assert!(e["message"].as_str().unwrap_or("").contains("`email`"), "{e}");
     assert!(e["hint"].as_str().unwrap_or("").contains("email"), "{e}");
-    let e = c
-        .post("/v1/contacts", json!([1, 2]))
+    let e = c.post("/v1/contacts", json!([1, 2])).expect_error(400, "invalid_request");
+    assert!(e["message"].as_str().unwrap_or("").contains("object"), "{e}");
+    c.raw("POST", "/v1/contacts", &[("Content-Type", "application/json")], Some(b""))
         .expect_error(400, "invalid_request");
-    assert!(
-        e["message"].as_str().unwrap_or("").contains("object"),
-        "{e}"
-    );
-    c.raw(
-        "POST",
-        "/v1/contacts",
-        &[("Content-Type", "application/json")],
-        Some(b""),
-    )
-    .expect_error(400, "invalid_request");
 }
 
 #[test]
@@ -105,12 +75,7 @@ fn oversize_bodies_answer_413_declared_or_chunked() {
     let w = World::start();
     let big = vec![b' '; 1024 * 1024 + 1];
     w.alpha()
-        .raw(
-            "POST",
-            "/v1/contacts",
-            &[("Content-Type", "application/json")],
-            Some(&big),
-        )
+        .raw("POST", "/v1/contacts", &[("Content-Type", "application/json")], Some(&big))
         .expect_error(413, "invalid_request");
     // Chunked, so the limit is only found while reading.
     let mut req = format!(
@@ -141,10 +106,7 @@ fn the_body_limit_is_configurable() {
     let name = "n".repeat(2000);
     server
         .client(Some(&key))
-        .post(
-            "/v1/contacts",
-            json!({"email": "a@example.com", "name": name}),
-        )
+        .post("/v1/contacts", json!({"email": "a@example.com", "name": name}))
         .expect_error(413, "invalid_request");
 }
 
@@ -153,10 +115,7 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         self.0 >> 33
     }
 }
@@ -190,12 +149,7 @@ fn hostile_bodies_never_cause_a_server_error() {
             body.extend_from_slice(fragments[(rng.next() % 16) as usize]);
         }
         let path = ["/v1/mailboxes", "/v1/sender-groups", "/v1/contacts"][round % 3];
-        let resp = c.raw(
-            "POST",
-            path,
-            &[("Content-Type", "application/json")],
-            Some(&body),
-        );
+        let resp = c.raw("POST", path, &[("Content-Type", "application/json")], Some(&body));
         assert!(
             resp.status == 400 || resp.status == 201,
             "{path} with {:?} answered {}: {}",
@@ -226,8 +180,7 @@ fn garbage_on_the_socket_is_answered_and_the_server_keeps_serving() {
         b"GET / HTTP/9.9\r\n\r\n",
     ] {
         let mut s = TcpStream::connect(w.server.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
         s.write_all(garbage).expect("write");
         let mut out = Vec::new();
         let _ = s.read_to_end(&mut out);
@@ -243,17 +196,12 @@ fn a_client_that_never_finishes_its_headers_is_disconnected() {
     Seed::open(&dir.0).close();
     let server = Server::start_with(&dir.0, &[], &[("EDGEMAIL_HTTP_HEADER_TIMEOUT", "300ms")]);
     let mut s = TcpStream::connect(server.addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        .expect("write");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").expect("write");
     let started = Instant::now();
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
-    assert!(
-        started.elapsed() < Duration::from_secs(9),
-        "the connection was kept open"
-    );
+    assert!(started.elapsed() < Duration::from_secs(9), "the connection was kept open");
     server.client(None).get("/healthz").expect(200);
 }
 
@@ -270,8 +218,5 @@ fn an_invalid_configuration_is_reported_whole() {
         dir.0.to_str().unwrap_or(""),
     ]);
     assert!(!ok);
-    assert!(
-        err.contains("http.listen") && err.contains("http.body_limt"),
-        "{err}"
-    );
+    assert!(err.contains("http.listen") && err.contains("http.body_limt"), "{err}");
 }

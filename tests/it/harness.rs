@@ -49,39 +49,29 @@ pub struct Seed {
 
 impl Seed {
     pub fn open(dir: &Path) -> Seed {
-        Seed {
-            store: Store::open(dir).expect("open store"),
-        }
+        Seed { store: Store::open(dir).expect("open store") }
     }
 
     pub fn domain(&self, name: &str) {
         let mut domain = template_domain().clone();
         domain.name = name.to_owned();
-        self.store
-            .write_blocking(move |w| w.add_domain(&domain))
-            .expect("add domain");
+        self.store.write_blocking(move |w| w.add_domain(&domain)).expect("add domain");
     }
 
     /// A domain-scoped key (or org-wide with `None`); returns the secret.
     pub fn key(&self, domain: Option<&str>) -> String {
         let (key, hash, secret) = edgemail::auth::new_key("test", domain.map(str::to_owned));
-        self.store
-            .write_blocking(move |w| w.create_key(&key, &hash))
-            .expect("create key");
+        self.store.write_blocking(move |w| w.create_key(&key, &hash)).expect("create key");
         secret
     }
 
     pub fn mailbox(&self, domain: &str, local: &str) {
         let (d, l) = (domain.to_owned(), local.to_owned());
-        self.store
-            .write_blocking(move |w| w.create_mailbox(&d, &l, None))
-            .expect("mailbox");
+        self.store.write_blocking(move |w| w.create_mailbox(&d, &l, None)).expect("mailbox");
     }
 
     pub fn email(&self, email: Email) {
-        self.store
-            .write_blocking(move |w| w.insert_email(&email))
-            .expect("insert email");
+        self.store.write_blocking(move |w| w.insert_email(&email)).expect("insert email");
     }
 
     pub fn close(self) {
@@ -105,19 +95,12 @@ impl Server {
         let log = data.join(format!("server-{}.log", crate::harness::unique()));
         let stderr = std::fs::File::create(&log).expect("log file");
         let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--data"])
-            .arg(data)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args);
+        cmd.args(["serve", "--data"]).arg(data).args(["--http", "127.0.0.1:0"]).args(args);
         cmd.env_remove("RUST_LOG");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .expect("spawn edgemail");
+        let child = cmd.stdout(Stdio::null()).stderr(stderr).spawn().expect("spawn edgemail");
         let addr = wait_ready(&log);
         Server { child, addr, log }
     }
@@ -144,10 +127,7 @@ impl Server {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return status;
             }
-            assert!(
-                Instant::now() < deadline,
-                "server did not stop after SIGTERM"
-            );
+            assert!(Instant::now() < deadline, "server did not stop after SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -180,10 +160,7 @@ fn wait_ready(log: &Path) -> SocketAddr {
             }
         }
         if Instant::now() > deadline {
-            panic!(
-                "server not ready; log:\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
+            panic!("server not ready; log:\n{}", std::fs::read_to_string(log).unwrap_or_default());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -191,11 +168,7 @@ fn wait_ready(log: &Path) -> SocketAddr {
 
 /// Runs the CLI with `args`; returns (success, stdout, stderr).
 pub fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run edgemail");
+    let out = Command::new(BIN).args(args).env_remove("RUST_LOG").output().expect("run edgemail");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -232,13 +205,7 @@ impl World {
         more(&seed);
         seed.close();
         let server = Server::start(&dir.0);
-        World {
-            server,
-            a,
-            b,
-            org,
-            _dir: dir,
-        }
+        World { server, a, b, org, _dir: dir }
     }
 
     pub fn alpha(&self) -> Client {

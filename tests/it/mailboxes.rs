@@ -17,18 +17,13 @@ fn create(c: &Client, body: Value) -> Value {
 fn locals(c: &Client) -> Vec<String> {
     let list = c.get("/v1/mailboxes").expect(200).json();
     let items = list.as_array().expect("an array");
-    items
-        .iter()
-        .map(|m| m["localPart"].as_str().expect("localPart").to_owned())
-        .collect()
+    items.iter().map(|m| m["localPart"].as_str().expect("localPart").to_owned()).collect()
 }
 
 /// Asserts a 400 `invalid_request` for this creation body; returns the message.
 #[track_caller]
 fn rejected(c: &Client, body: Value) -> String {
-    let err = c
-        .post("/v1/mailboxes", body)
-        .expect_error(400, "invalid_request");
+    let err = c.post("/v1/mailboxes", body).expect_error(400, "invalid_request");
     err["message"].as_str().expect("message").to_owned()
 }
 
@@ -57,6 +52,7 @@ fn email(id: &str, mailbox: &str) -> Email {
         html: None,
         attachments: Vec::new(),
         deliveries: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -69,20 +65,12 @@ fn a_fresh_domain_lists_no_mailboxes() {
 #[test]
 fn create_with_local_part_returns_the_mailbox_and_lists_it() {
     let w = World::start();
-    let m = create(
-        &w.alpha(),
-        json!({"address": "hello", "displayName": "Hello Team"}),
-    );
+    let m = create(&w.alpha(), json!({"address": "hello", "displayName": "Hello Team"}));
     assert_eq!(m["address"], "hello@alpha.test");
     assert_eq!(m["localPart"], "hello");
     assert_eq!(m["domain"], A);
     assert_eq!(m["displayName"], "Hello Team");
-    assert!(
-        m["createdAt"]
-            .as_u64()
-            .is_some_and(|t| t > 1_600_000_000_000),
-        "{m}"
-    );
+    assert!(m["createdAt"].as_u64().is_some_and(|t| t > 1_600_000_000_000), "{m}");
     let list = w.alpha().get("/v1/mailboxes").expect(200).json();
     assert_eq!(list, json!([m]));
 }
@@ -92,10 +80,7 @@ fn create_without_display_name_gives_null() {
     let w = World::start();
     let m = create(&w.alpha(), json!({"address": "plain"}));
     assert_eq!(m["displayName"], Value::Null);
-    let m = create(
-        &w.alpha(),
-        json!({"address": "nulled", "displayName": null}),
-    );
+    let m = create(&w.alpha(), json!({"address": "nulled", "displayName": null}));
     assert_eq!(m["displayName"], Value::Null);
 }
 
@@ -132,26 +117,14 @@ fn create_rejects_invalid_local_parts() {
     let w = World::start();
     let c = w.alpha();
     let long = "a".repeat(65);
-    for bad in [
-        "",
-        "   ",
-        "a b",
-        "a..b",
-        ".lead",
-        "trail.",
-        "a@b@alpha.test",
-        "semi;colon",
-        &long,
-    ] {
+    for bad in ["", "   ", "a b", "a..b", ".lead", "trail.", "a@b@alpha.test", "semi;colon", &long]
+    {
         rejected(&c, json!({"address": bad}));
     }
     assert!(locals(&c).is_empty());
     // 64 characters is the limit, not past it.
     let max = "b".repeat(64);
-    assert_eq!(
-        create(&c, json!({"address": &max}))["localPart"],
-        max.as_str()
-    );
+    assert_eq!(create(&c, json!({"address": &max}))["localPart"], max.as_str());
 }
 
 #[test]
@@ -179,9 +152,7 @@ fn create_rejects_a_body_that_is_not_an_object() {
     let w = World::start();
     rejected(&w.alpha(), json!(["hello"]));
     rejected(&w.alpha(), json!("hello"));
-    let resp = w
-        .alpha()
-        .request("POST", "/v1/mailboxes", Some(b"{\"address\": ".to_vec()));
+    let resp = w.alpha().request("POST", "/v1/mailboxes", Some(b"{\"address\": ".to_vec()));
     resp.expect_error(400, "invalid_request");
 }
 
@@ -189,22 +160,13 @@ fn create_rejects_a_body_that_is_not_an_object() {
 fn create_rejects_bad_display_names() {
     let w = World::start();
     let c = w.alpha();
-    rejected(
-        &c,
-        json!({"address": "crlf", "displayName": "Evil\r\nBcc: x@example.com"}),
-    );
+    rejected(&c, json!({"address": "crlf", "displayName": "Evil\r\nBcc: x@example.com"}));
     rejected(&c, json!({"address": "lf", "displayName": "Two\nLines"}));
-    rejected(
-        &c,
-        json!({"address": "long", "displayName": "n".repeat(201)}),
-    );
+    rejected(&c, json!({"address": "long", "displayName": "n".repeat(201)}));
     rejected(&c, json!({"address": "typed", "displayName": 7}));
     assert!(locals(&c).is_empty());
     let name = "n".repeat(200);
-    assert_eq!(
-        create(&c, json!({"address": "long", "displayName": &name}))["displayName"],
-        name
-    );
+    assert_eq!(create(&c, json!({"address": "long", "displayName": &name}))["displayName"], name);
 }
 
 #[test]
@@ -212,10 +174,8 @@ fn duplicate_address_is_a_conflict_regardless_of_case() {
     let w = World::start();
     let c = w.alpha();
     create(&c, json!({"address": "Sales"}));
-    c.post("/v1/mailboxes", json!({"address": "sales"}))
-        .expect_error(409, "conflict");
-    c.post("/v1/mailboxes", json!({"address": "SALES@alpha.test"}))
-        .expect_error(409, "conflict");
+    c.post("/v1/mailboxes", json!({"address": "sales"})).expect_error(409, "conflict");
+    c.post("/v1/mailboxes", json!({"address": "SALES@alpha.test"})).expect_error(409, "conflict");
     assert_eq!(locals(&c), ["sales"]);
     // The same local part on the other domain is a different mailbox.
     create(&w.beta(), json!({"address": "sales"}));
@@ -243,14 +203,10 @@ fn delete_by_local_part_then_again_is_not_found() {
         seed.mailbox(A, "y");
     });
     let c = w.alpha();
-    assert_eq!(
-        c.delete("/v1/mailboxes/x").expect(200).json(),
-        json!({"deleted": true})
-    );
+    assert_eq!(c.delete("/v1/mailboxes/x").expect(200).json(), json!({"deleted": true}));
     assert_eq!(locals(&c), ["y"]);
     c.delete("/v1/mailboxes/x").expect_error(404, "not_found");
-    c.delete("/v1/mailboxes/never")
-        .expect_error(404, "not_found");
+    c.delete("/v1/mailboxes/never").expect_error(404, "not_found");
 }
 
 #[test]
@@ -265,22 +221,15 @@ fn delete_accepts_the_full_address_raw_or_encoded() {
     c.delete("/v1/mailboxes/enc%40alpha.test").expect(200);
     c.delete("/v1/mailboxes/UPPER@Alpha.Test").expect(200);
     assert!(locals(&c).is_empty());
-    c.delete("/v1/mailboxes/enc%40alpha.test")
-        .expect_error(404, "not_found");
+    c.delete("/v1/mailboxes/enc%40alpha.test").expect_error(404, "not_found");
 }
 
 #[test]
 fn delete_cannot_reach_another_domain() {
     let w = World::start_seeded(|seed| seed.mailbox(B, "shared"));
-    w.alpha()
-        .delete("/v1/mailboxes/shared@beta.test")
-        .expect_error(404, "not_found");
-    w.alpha()
-        .delete("/v1/mailboxes/shared%40beta.test")
-        .expect_error(404, "not_found");
-    w.alpha()
-        .delete("/v1/mailboxes/shared")
-        .expect_error(404, "not_found");
+    w.alpha().delete("/v1/mailboxes/shared@beta.test").expect_error(404, "not_found");
+    w.alpha().delete("/v1/mailboxes/shared%40beta.test").expect_error(404, "not_found");
+    w.alpha().delete("/v1/mailboxes/shared").expect_error(404, "not_found");
     assert_eq!(locals(&w.beta()), ["shared"]);
 }
 
@@ -314,29 +263,18 @@ fn deleting_a_mailbox_removes_it_from_sender_groups() {
         seed.mailbox(A, "y");
     });
     let c = w.alpha();
-    let both = c
-        .post("/v1/sender-groups", json!({"name": "Both"}))
-        .expect(201)
-        .json();
-    let only_y = c
-        .post("/v1/sender-groups", json!({"name": "Y", "mailboxes": "y"}))
-        .expect(201);
+    let both = c.post("/v1/sender-groups", json!({"name": "Both"})).expect(201).json();
+    let only_y = c.post("/v1/sender-groups", json!({"name": "Y", "mailboxes": "y"})).expect(201);
     let only_y = only_y.json();
     assert_eq!(both["mailboxes"], json!(["x@alpha.test", "y@alpha.test"]));
     c.delete("/v1/mailboxes/x@alpha.test").expect(200);
     let groups = c.get("/v1/sender-groups").expect(200).json();
     let groups = groups.as_array().expect("array");
     assert_eq!(groups.len(), 2, "{groups:?}");
-    let after = groups
-        .iter()
-        .find(|g| g["id"] == both["id"])
-        .expect("group still exists");
+    let after = groups.iter().find(|g| g["id"] == both["id"]).expect("group still exists");
     assert_eq!(after["mailboxes"], json!(["y@alpha.test"]));
     assert_eq!(after["name"], "Both");
-    let untouched = groups
-        .iter()
-        .find(|g| g["id"] == only_y["id"])
-        .expect("other group");
+    let untouched = groups.iter().find(|g| g["id"] == only_y["id"]).expect("other group");
     assert_eq!(untouched, &only_y);
 }
 
@@ -344,11 +282,7 @@ fn deleting_a_mailbox_removes_it_from_sender_groups() {
 fn org_wide_key_is_forbidden() {
     let w = World::start_seeded(|seed| seed.mailbox(A, "x"));
     w.org().get("/v1/mailboxes").expect_error(403, "forbidden");
-    w.org()
-        .post("/v1/mailboxes", json!({"address": "new"}))
-        .expect_error(403, "forbidden");
-    w.org()
-        .delete("/v1/mailboxes/x@alpha.test")
-        .expect_error(403, "forbidden");
+    w.org().post("/v1/mailboxes", json!({"address": "new"})).expect_error(403, "forbidden");
+    w.org().delete("/v1/mailboxes/x@alpha.test").expect_error(403, "forbidden");
     assert_eq!(locals(&w.alpha()), ["x"]);
 }

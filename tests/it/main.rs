@@ -2,8 +2,10 @@
 //! `edgemail` process over real sockets.
 
 mod client;
+mod dns;
 mod harness;
 mod schema;
+mod smtp_sink;
 
 mod api_description;
 mod auth;

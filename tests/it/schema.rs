@@ -24,11 +24,7 @@ fn resolve(value: &Value) -> &Value {
     match value.get("$ref").and_then(Value::as_str) {
         Some(reference) => {
             let pointer = reference.strip_prefix('#').expect("local ref");
-            resolve(
-                doc()
-                    .pointer(pointer)
-                    .unwrap_or_else(|| panic!("dangling $ref {reference}")),
-            )
+            resolve(doc().pointer(pointer).unwrap_or_else(|| panic!("dangling $ref {reference}")))
         }
         None => value,
     }
@@ -56,11 +52,7 @@ pub fn check_response(method: &str, path: &str, resp: &Resp) {
         return;
     };
     let body: Value = serde_json::from_slice(&resp.body).unwrap_or_else(|e| {
-        panic!(
-            "{method} {path} -> {}: body is not JSON ({e}): {}",
-            resp.status,
-            resp.text()
-        )
+        panic!("{method} {path} -> {}: body is not JSON ({e}): {}", resp.status, resp.text())
     });
     if let Err(why) = validate(schema, &body, "$") {
         panic!(
@@ -102,19 +94,14 @@ pub fn validate(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
     let Some(obj) = schema.as_object() else {
         return Ok(());
     };
-    if let Some(unknown) = obj
-        .keys()
-        .find(|k| !KNOWN.contains(&k.as_str()) && !k.starts_with("x-"))
+    if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str()) && !k.starts_with("x-"))
     {
         return Err(format!(
             "{at}: schema keyword `{unknown}` is not supported by the test validator"
         ));
     }
     if let Some(options) = obj.get("oneOf").and_then(Value::as_array) {
-        let matching = options
-            .iter()
-            .filter(|o| validate(o, value, at).is_ok())
-            .count();
+        let matching = options.iter().filter(|o| validate(o, value, at).is_ok()).count();
         if matching != 1 {
             return Err(format!(
                 "{at}: matches {matching} of the oneOf alternatives, not exactly one"
@@ -161,20 +148,8 @@ pub fn validate(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
             }
         }
         Value::Array(items) => {
-            bound(
-                obj,
-                "minItems",
-                items.len() as u64,
-                |limit, n| n >= limit,
-                at,
-            )?;
-            bound(
-                obj,
-                "maxItems",
-                items.len() as u64,
-                |limit, n| n <= limit,
-                at,
-            )?;
+            bound(obj, "minItems", items.len() as u64, |limit, n| n >= limit, at)?;
+            bound(obj, "maxItems", items.len() as u64, |limit, n| n <= limit, at)?;
             if let Some(item_schema) = obj.get("items") {
                 for (i, item) in items.iter().enumerate() {
                     validate(item_schema, item, &format!("{at}[{i}]"))?;
@@ -182,12 +157,7 @@ pub fn validate(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
             }
         }
         Value::Object(map) => {
-            for name in obj
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for name in obj.get("required").and_then(Value::as_array).into_iter().flatten() {
                 let name = name.as_str().unwrap_or("");
                 if !map.contains_key(name) {
                     return Err(format!("{at}: required field `{name}` is missing"));

@@ -92,8 +92,7 @@ fn all_is_a_snapshot_of_the_mailboxes_existing_now() {
     let c = w.alpha();
     let g = create(&c, json!({"name": "All", "mailboxes": "all"}));
     assert_eq!(g["mailboxes"], json!([HELLO]));
-    c.post("/v1/mailboxes", json!({"address": "later"}))
-        .expect(201);
+    c.post("/v1/mailboxes", json!({"address": "later"})).expect(201);
     assert_eq!(list(&c)[0]["mailboxes"], json!([HELLO]));
 }
 
@@ -101,10 +100,7 @@ fn all_is_a_snapshot_of_the_mailboxes_existing_now() {
 fn create_takes_mailboxes_as_a_string_or_an_array() {
     let w = world_with(&["hello", "sales", "support"]);
     let c = w.alpha();
-    let g = create(
-        &c,
-        json!({"name": "S", "mailboxes": "sales, hello@alpha.test"}),
-    );
+    let g = create(&c, json!({"name": "S", "mailboxes": "sales, hello@alpha.test"}));
     assert_eq!(g["mailboxes"], json!([SALES, HELLO]));
     let g = create(&c, json!({"name": "One", "mailboxes": "support"}));
     assert_eq!(g["mailboxes"], json!([SUPPORT]));
@@ -129,8 +125,7 @@ fn create_needs_at_least_one_mailbox() {
     let c = w.alpha();
     rejected(&c, json!({"name": "Nobody"}));
     rejected(&c, json!({"name": "Nobody", "mailboxes": "all"}));
-    c.post("/v1/mailboxes", json!({"address": "hello"}))
-        .expect(201);
+    c.post("/v1/mailboxes", json!({"address": "hello"})).expect(201);
     for empty in [json!(""), json!([]), json!(" , ")] {
         bad_mailboxes(&c, empty);
     }
@@ -157,14 +152,8 @@ fn create_splits_and_trims_recipients() {
     let c = w.alpha();
     let text = " ada@x.org ,grace@y.net\nlinus@z.com \n";
     let g = create(&c, json!({"name": "Text", "emails": text}));
-    assert_eq!(
-        g["emails"],
-        json!(["ada@x.org", "grace@y.net", "linus@z.com"])
-    );
-    let g = create(
-        &c,
-        json!({"name": "Array", "emails": [" ada@x.org", "bob@x.org "]}),
-    );
+    assert_eq!(g["emails"], json!(["ada@x.org", "grace@y.net", "linus@z.com"]));
+    let g = create(&c, json!({"name": "Array", "emails": [" ada@x.org", "bob@x.org "]}));
     assert_eq!(g["emails"], json!(["ada@x.org", "bob@x.org"]));
 }
 
@@ -182,12 +171,7 @@ fn create_rejects_an_invalid_recipient_and_names_it() {
 #[test]
 fn create_deduplicates_recipients_case_insensitively_in_first_seen_order() {
     let w = world_with(&["hello"]);
-    let emails = [
-        "Ann@Example.COM",
-        "bob@x.org",
-        "ann@example.com",
-        "BOB@X.ORG",
-    ];
+    let emails = ["Ann@Example.COM", "bob@x.org", "ann@example.com", "BOB@X.ORG"];
     let g = create(&w.alpha(), json!({"name": "Dedup", "emails": emails}));
     assert_eq!(g["emails"], json!(["Ann@example.com", "bob@x.org"]));
 }
@@ -251,19 +235,9 @@ fn patch_emails_replaces_the_list_and_overrides_add_and_remove() {
 fn patch_adds_then_removes_recipients() {
     let w = world_with(&["hello"]);
     let c = w.alpha();
-    let g = create(
-        &c,
-        json!({"name": "G", "emails": ["ada@x.org", "bob@x.org"]}),
-    );
-    let p = patch(
-        &c,
-        &g["id"],
-        json!({"addEmails": "ADA@x.org, cy@x.org\neve@x.org"}),
-    );
-    assert_eq!(
-        p["emails"],
-        json!(["ada@x.org", "bob@x.org", "cy@x.org", "eve@x.org"])
-    );
+    let g = create(&c, json!({"name": "G", "emails": ["ada@x.org", "bob@x.org"]}));
+    let p = patch(&c, &g["id"], json!({"addEmails": "ADA@x.org, cy@x.org\neve@x.org"}));
+    assert_eq!(p["emails"], json!(["ada@x.org", "bob@x.org", "cy@x.org", "eve@x.org"]));
     let body = json!({"addEmails": ["zed@x.org"], "removeEmails": ["BOB@X.org", "zed@x.org"]});
     let p = patch(&c, &g["id"], body);
     assert_eq!(p["emails"], json!(["ada@x.org", "cy@x.org", "eve@x.org"]));
@@ -295,12 +269,7 @@ fn patch_replaces_mailboxes_and_never_empties_them() {
     let p = patch(&c, &g["id"], json!({"mailboxes": "all"}));
     assert_eq!(p["mailboxes"], json!([HELLO, SALES, SUPPORT]));
     let id = path(&g["id"]);
-    for bad in [
-        json!(""),
-        json!([]),
-        json!("nobody"),
-        json!("hello@beta.test"),
-    ] {
+    for bad in [json!(""), json!([]), json!("nobody"), json!("hello@beta.test")] {
         invalid(c.patch(&id, json!({"mailboxes": bad})));
     }
     assert_eq!(list(&c), [p]);
@@ -327,8 +296,7 @@ fn patch_of_an_unknown_group_is_not_found() {
     let w = world_with(&["hello"]);
     let c = w.alpha();
     let id = "/v1/sender-groups/sg_missing";
-    c.patch(id, json!({"name": "X"}))
-        .expect_error(404, "not_found");
+    c.patch(id, json!({"name": "X"})).expect_error(404, "not_found");
     c.patch(id, json!({})).expect_error(404, "not_found");
 }
 
@@ -341,8 +309,7 @@ fn delete_removes_the_group_but_not_its_mailboxes() {
     let id = path(&g["id"]);
     assert_eq!(c.delete(&id).expect(200).json(), json!({"deleted": true}));
     c.delete(&id).expect_error(404, "not_found");
-    c.patch(&id, json!({"name": "Back"}))
-        .expect_error(404, "not_found");
+    c.patch(&id, json!({"name": "Back"})).expect_error(404, "not_found");
     assert_eq!(list(&c), [keep]);
     let mailboxes = c.get("/v1/mailboxes").expect(200).json();
     assert_eq!(mailboxes.as_array().map(Vec::len), Some(2), "{mailboxes}");
@@ -351,13 +318,9 @@ fn delete_removes_the_group_but_not_its_mailboxes() {
 #[test]
 fn another_domain_cannot_see_or_change_the_group() {
     let w = world_with(&["hello"]);
-    let g = create(
-        &w.alpha(),
-        json!({"name": "Alpha only", "emails": "ada@x.org"}),
-    );
+    let g = create(&w.alpha(), json!({"name": "Alpha only", "emails": "ada@x.org"}));
     let (id, beta) = (path(&g["id"]), w.beta());
-    beta.patch(&id, json!({"name": "Taken"}))
-        .expect_error(404, "not_found");
+    beta.patch(&id, json!({"name": "Taken"})).expect_error(404, "not_found");
     beta.patch(&id, json!({})).expect_error(404, "not_found");
     beta.delete(&id).expect_error(404, "not_found");
     assert!(list(&beta).is_empty());
@@ -370,8 +333,7 @@ fn org_wide_key_is_forbidden() {
     let g = create(&w.alpha(), json!({"name": "G"}));
     let org = w.org();
     org.get("/v1/sender-groups").expect_error(403, "forbidden");
-    org.post("/v1/sender-groups", json!({"name": "Org"}))
-        .expect_error(403, "forbidden");
+    org.post("/v1/sender-groups", json!({"name": "Org"})).expect_error(403, "forbidden");
     org.delete(&path(&g["id"])).expect_error(403, "forbidden");
     assert_eq!(list(&w.alpha()), [g]);
 }

@@ -1,0 +1,151 @@
+//! DNS through hickory-resolver: the system's resolvers, or one configured nameserver (tests run a
+//! local one). Answers are cached by the resolver for their TTL, so screening a list of recipients
+//! at the same domain costs one query.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use hickory_resolver::TokioResolver;
+use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig, ResolverOpts};
+use hickory_resolver::net::NetError;
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+
+use crate::error::{Error, Result};
+
+pub struct Dns {
+    resolver: TokioResolver,
+}
+
+/// Whether a domain can receive mail, as far as DNS can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailVerdict {
+    Accepts,
+    /// A definitive answer that no mail can be delivered (the reason in words).
+    Refuses(&'static str),
+    /// No definitive answer (timeout, server failure): never a reason to refuse.
+    Unknown,
+}
+
+/// Where a domain's mail goes, for delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Mail exchangers in preference order.
+    Hosts(Vec<String>),
+    /// The domain can never receive mail: recipients bounce.
+    Never(String),
+    /// Try again later.
+    Unknown(String),
+}
+
+impl Dns {
+    pub fn new(nameserver: Option<SocketAddr>, timeout: Duration) -> Result<Dns> {
+        let mut opts = ResolverOpts::default();
+        opts.timeout = timeout;
+        opts.attempts = 2;
+        opts.ndots = 0;
+        opts.cache_size = 8192;
+        let builder = match nameserver {
+            Some(addr) => {
+                let mut udp = ConnectionConfig::udp();
+                udp.port = addr.port();
+                let mut tcp = ConnectionConfig::tcp();
+                tcp.port = addr.port();
+                let server = NameServerConfig::new(addr.ip(), true, vec![udp, tcp]);
+                TokioResolver::builder_with_config(
+                    ResolverConfig::from_name_servers(vec![server]),
+                    TokioRuntimeProvider::default(),
+                )
+            }
+            None => TokioResolver::builder_tokio().map_err(|e| {
+                Error::internal(format!("cannot read the system DNS configuration: {e}"))
+            })?,
+        };
+        let resolver = builder.with_options(opts).build().map_err(Error::internal)?;
+        Ok(Dns { resolver })
+    }
+
+    pub fn resolver(&self) -> &TokioResolver {
+        &self.resolver
+    }
+
+    /// Screening: only NXDOMAIN, a null MX (RFC 7505), or neither MX nor address records refuse.
+    pub async fn accepts_mail(&self, domain: &str) -> MailVerdict {
+        match self.destination(domain).await {
+            Destination::Hosts(_) => MailVerdict::Accepts,
+            Destination::Never(_) if self.is_nx(domain).await => {
+                MailVerdict::Refuses("the domain does not exist")
+            }
+            Destination::Never(why) if why.contains("null MX") => {
+                MailVerdict::Refuses("the domain publishes a null MX: it accepts no mail")
+            }
+            Destination::Never(_) => {
+                MailVerdict::Refuses("the domain has no MX and no address records")
+            }
+            Destination::Unknown(_) => MailVerdict::Unknown,
+        }
+    }
+
+    async fn is_nx(&self, domain: &str) -> bool {
+        matches!(self.resolver.mx_lookup(fqdn(domain)).await, Err(e) if e.is_nx_domain())
+    }
+
+    /// Delivery: MX hosts by preference, or the domain itself when it has no MX (RFC 5321 5.1).
+    pub async fn destination(&self, domain: &str) -> Destination {
+        match self.resolver.mx_lookup(fqdn(domain)).await {
+            Ok(lookup) => {
+                let mut mx: Vec<(u16, String)> = lookup
+                    .answers()
+                    .iter()
+                    .filter_map(|r| match &r.data {
+                        hickory_resolver::proto::rr::RData::MX(mx) => {
+                            Some((mx.preference, mx.exchange.to_ascii()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                mx.sort();
+                if mx.len() == 1 && (mx[0].1 == "." || mx[0].1.is_empty()) {
+                    return Destination::Never(format!("{domain} publishes a null MX"));
+                }
+                let hosts: Vec<String> = mx
+                    .into_iter()
+                    .map(|(_, host)| host.trim_end_matches('.').to_owned())
+                    .filter(|h| !h.is_empty())
+                    .collect();
+                if hosts.is_empty() {
+                    return Destination::Unknown(format!("{domain}: MX answer without hosts"));
+                }
+                Destination::Hosts(hosts)
+            }
+            Err(e) if e.is_nx_domain() => {
+                Destination::Never(format!("{domain} does not exist (NXDOMAIN)"))
+            }
+            Err(e) if e.is_no_records_found() => match self.addresses(domain).await {
+                Ok(ips) if !ips.is_empty() => Destination::Hosts(vec![domain.to_owned()]),
+                Ok(_) => Destination::Never(format!("{domain} has no MX and no address records")),
+                Err(e) if is_definitive(&e) => {
+                    Destination::Never(format!("{domain} has no MX and no address records"))
+                }
+                Err(e) => Destination::Unknown(format!("{domain}: {e}")),
+            },
+            Err(e) => Destination::Unknown(format!("MX lookup for {domain} failed: {e}")),
+        }
+    }
+
+    pub async fn addresses(&self, host: &str) -> std::result::Result<Vec<IpAddr>, NetError> {
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return Ok(vec![ip]);
+        }
+        let lookup = self.resolver.lookup_ip(fqdn(host)).await?;
+        Ok(lookup.iter().collect())
+    }
+}
+
+fn is_definitive(e: &NetError) -> bool {
+    e.is_nx_domain() || e.is_no_records_found()
+}
+
+/// The absolute form of a name, so no search domain is ever appended.
+fn fqdn(name: &str) -> String {
+    if name.ends_with('.') { name.to_owned() } else { format!("{name}.") }
+}

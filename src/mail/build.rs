@@ -1,0 +1,97 @@
+//! MIME messages as we send them: multipart/alternative when there is HTML (with the text part
+//! given or derived), Date, a Message-ID on the sending domain, MIME-Version, the mailbox's
+//! display name in From, threading and RFC 8058 unsubscribe headers when asked.
+
+use mail_builder::MessageBuilder;
+use mail_builder::headers::raw::Raw;
+
+use crate::error::{Error, Result};
+
+pub struct Outgoing<'a> {
+    pub from_name: Option<&'a str>,
+    pub from: &'a str,
+    pub to: &'a [String],
+    pub subject: &'a str,
+    pub text: &'a str,
+    pub html: Option<&'a str>,
+    /// Without angle brackets.
+    pub message_id: &'a str,
+    pub date_ms: u64,
+    pub in_reply_to: Option<&'a str>,
+    /// `(https URL, mailto URL)` for List-Unsubscribe with one-click POST.
+    pub unsubscribe: Option<(String, String)>,
+}
+
+pub fn build(m: &Outgoing<'_>) -> Result<Vec<u8>> {
+    let from = match m.from_name {
+        Some(name) => mail_builder::headers::address::Address::new_address(Some(name), m.from),
+        None => mail_builder::headers::address::Address::new_address(None::<&str>, m.from),
+    };
+    let to: Vec<&str> = m.to.iter().map(String::as_str).collect();
+    let mut builder = MessageBuilder::new()
+        .from(from)
+        .to(to)
+        .subject(m.subject)
+        .date((m.date_ms / 1000) as i64)
+        .message_id(m.message_id)
+        .text_body(m.text);
+    if let Some(html) = m.html {
+        builder = builder.html_body(html);
+    }
+    if let Some(parent) = m.in_reply_to {
+        let parent = parent.trim_matches(['<', '>']);
+        builder = builder.in_reply_to(parent).references(parent);
+    }
+    if let Some((url, mailto)) = &m.unsubscribe {
+        builder = builder
+            .header("List-Unsubscribe", Raw::new(format!("<{url}>, <{mailto}>")))
+            .header("List-Unsubscribe-Post", Raw::new("List-Unsubscribe=One-Click"));
+    }
+    builder.write_to_vec().map_err(Error::internal)
+}
+
+/// A Message-ID local part that is unique and says nothing about the sender's data.
+pub fn message_id(email_id: &str, domain: &str) -> String {
+    format!("{email_id}.{}@{domain}", crate::ids::secret("").get(..10).unwrap_or("x"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_alternative_with_headers() {
+        let to = vec!["jane@example.com".to_owned(), "joe@example.org".to_owned()];
+        let raw = build(&Outgoing {
+            from_name: Some("Sales Team"),
+            from: "sales@demo.test",
+            to: &to,
+            subject: "Hello",
+            text: "Hi there",
+            html: Some("<p>Hi <b>there</b></p>"),
+            message_id: "abc@demo.test",
+            date_ms: 1_795_305_600_000,
+            in_reply_to: Some("<parent@demo.test>"),
+            unsubscribe: Some((
+                "https://x.test/t/u/T".into(),
+                "mailto:unsubscribe@demo.test".into(),
+            )),
+        })
+        .expect("build");
+        let text = String::from_utf8(raw).expect("utf-8");
+        for needle in [
+            "From: \"Sales Team\" <sales@demo.test>",
+            "To: <jane@example.com>, <joe@example.org>",
+            "Message-ID: <abc@demo.test>",
+            "In-Reply-To: <parent@demo.test>",
+            "References: <parent@demo.test>",
+            "MIME-Version: 1.0",
+            "Date: Sun, 22 Nov 2026 00:00:00 +0000",
+            "multipart/alternative",
+            "List-Unsubscribe: <https://x.test/t/u/T>, <mailto:unsubscribe@demo.test>",
+            "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+    }
+}

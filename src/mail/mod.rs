@@ -1,0 +1,5 @@
+//! Outgoing messages: MIME building, the text part derived from HTML, and DKIM signing.
+
+pub mod build;
+pub mod sign;
+pub mod text;

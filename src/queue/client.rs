@@ -1,0 +1,262 @@
+//! Outbound SMTP sessions on mail-send: connect, greet, EHLO, opportunistic STARTTLS (falling back
+//! to plain text when the handshake fails, as RFC 3207 allows), AUTH for a relay, and one mail
+//! transaction at a time with per-recipient results. Idle sessions are pooled per address so a
+//! busy destination does not pay a TCP and TLS handshake per message.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use mail_send::{Credentials, SmtpClient};
+use smtp_proto::{EXT_PIPELINING, EXT_START_TLS, Response};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+use crate::store::Outcome;
+
+/// How long an idle session may wait in the pool (servers drop idle clients after a while).
+const IDLE: Duration = Duration::from_secs(30);
+const MAX_IDLE_PER_ADDR: usize = 16;
+
+enum Stream {
+    Plain(SmtpClient<TcpStream>),
+    Tls(Box<SmtpClient<TlsStream<TcpStream>>>),
+}
+
+macro_rules! on_stream {
+    ($stream:expr, $c:ident => $body:expr) => {
+        match $stream {
+            Stream::Plain($c) => $body,
+            Stream::Tls($c) => $body,
+        }
+    };
+}
+
+pub struct Session {
+    stream: Stream,
+    pipelining: bool,
+    idle_since: Instant,
+    /// Whether the session came from the pool (a failure may just mean the peer closed it).
+    pub reused: bool,
+}
+
+/// A transport failure: the connection is unusable and the transaction's fate unknown.
+#[derive(Debug)]
+pub struct Broken(pub String);
+
+fn text(r: &Response<String>) -> String {
+    let esc = if r.esc[0] > 0 {
+        format!(" {}.{}.{}", r.esc[0], r.esc[1], r.esc[2])
+    } else {
+        String::new()
+    };
+    format!("{}{esc} {}", r.code, r.message.replace(['\r', '\n'], " ").trim())
+}
+
+fn broken(e: mail_send::Error) -> Broken {
+    Broken(e.to_string())
+}
+
+/// What a reply means for the recipients it concerns.
+fn classify(r: &Response<String>) -> Outcome {
+    match r.code {
+        200..=299 => Outcome::Delivered(text(r)),
+        500..=599 => Outcome::Bounced(text(r)),
+        _ => Outcome::Deferred(text(r)),
+    }
+}
+
+impl Session {
+    async fn cmd(&mut self, line: String) -> Result<Response<String>, Broken> {
+        on_stream!(&mut self.stream, c => c.cmd(line.as_bytes()).await).map_err(broken)
+    }
+
+    async fn cmds(&mut self, lines: &[String]) -> Result<Vec<Response<String>>, Broken> {
+        on_stream!(&mut self.stream, c => c.cmds(lines.iter().map(String::as_bytes)).await)
+            .map_err(broken)
+    }
+
+    async fn message(&mut self, bytes: &[u8]) -> Result<Response<String>, Broken> {
+        on_stream!(&mut self.stream, c => {
+            c.write_message(bytes).await.map_err(|e| Broken(e.to_string()))?;
+            c.read().await.map_err(broken)
+        })
+    }
+
+    /// One mail transaction: every recipient comes back with an outcome, or the connection broke.
+    pub async fn transaction(
+        &mut self,
+        from: &str,
+        recipients: &[String],
+        message: &[u8],
+    ) -> Result<Vec<(String, Outcome)>, Broken> {
+        let mut commands = Vec::with_capacity(recipients.len() + 1);
+        commands.push(format!("MAIL FROM:<{from}>\r\n"));
+        commands.extend(recipients.iter().map(|r| format!("RCPT TO:<{r}>\r\n")));
+        let replies = if self.pipelining {
+            self.cmds(&commands).await?
+        } else {
+            let mut replies = Vec::with_capacity(commands.len());
+            for command in commands {
+                let reply = self.cmd(command).await?;
+                let refused_sender = replies.is_empty() && reply.code >= 400;
+                replies.push(reply);
+                if refused_sender {
+                    break;
+                }
+            }
+            replies
+        };
+        let Some(mail) = replies.first() else {
+            return Err(Broken("no reply to MAIL FROM".into()));
+        };
+        if mail.code >= 400 {
+            let outcome = classify(mail);
+            self.reset().await?;
+            return Ok(recipients.iter().map(|r| (r.clone(), outcome.clone())).collect());
+        }
+        let mut results = Vec::with_capacity(recipients.len());
+        let mut accepted = Vec::new();
+        for (i, recipient) in recipients.iter().enumerate() {
+            match replies.get(i + 1) {
+                Some(r) if r.code < 400 => accepted.push(recipient.clone()),
+                Some(r) => results.push((recipient.clone(), classify(r))),
+                None => return Err(Broken("missing RCPT reply".into())),
+            }
+        }
+        if accepted.is_empty() {
+            self.reset().await?;
+            return Ok(results);
+        }
+        let go = self.cmd("DATA\r\n".into()).await?;
+        let outcome = if go.code == 354 {
+            classify(&self.message(message).await?)
+        } else {
+            let outcome = classify(&go);
+            self.reset().await?;
+            outcome
+        };
+        results.extend(accepted.into_iter().map(|r| (r, outcome.clone())));
+        Ok(results)
+    }
+
+    async fn reset(&mut self) -> Result<(), Broken> {
+        self.cmd("RSET\r\n".into()).await.map(|_| ())
+    }
+}
+
+pub struct Pool {
+    idle: Mutex<HashMap<SocketAddr, Vec<Session>>>,
+    tls: Option<TlsConnector>,
+    helo: String,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    credentials: Option<Credentials<String>>,
+}
+
+impl Pool {
+    pub fn new(
+        helo: String,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+        credentials: Option<Credentials<String>>,
+    ) -> Pool {
+        // Opportunistic TLS to MX hosts cannot verify certificates (no MX authentication without
+        // DANE or MTA-STS): it protects against passive eavesdropping, which is its purpose.
+        let tls = mail_send::smtp::tls::build_tls_connector(true)
+            .map_err(|e| tracing::warn!(error = %e, "STARTTLS unavailable"))
+            .ok();
+        Pool {
+            idle: Mutex::new(HashMap::new()),
+            tls,
+            helo,
+            connect_timeout,
+            command_timeout,
+            credentials,
+        }
+    }
+
+    /// A pooled session to `addr`, or a new one.
+    pub async fn session(&self, addr: SocketAddr, host: &str) -> Result<Session, Broken> {
+        if let Some(mut s) = self.take(addr) {
+            s.reused = true;
+            return Ok(s);
+        }
+        match self.connect(addr, host, true).await {
+            Err(Broken(why)) if why.starts_with("TLS") => self.connect(addr, host, false).await,
+            other => other,
+        }
+    }
+
+    pub fn put_back(&self, addr: SocketAddr, mut session: Session) {
+        session.idle_since = Instant::now();
+        session.reused = false;
+        if let Ok(mut idle) = self.idle.lock() {
+            let list = idle.entry(addr).or_default();
+            if list.len() < MAX_IDLE_PER_ADDR {
+                list.push(session);
+            }
+        }
+    }
+
+    fn take(&self, addr: SocketAddr) -> Option<Session> {
+        let mut idle = self.idle.lock().ok()?;
+        let list = idle.get_mut(&addr)?;
+        while let Some(s) = list.pop() {
+            if s.idle_since.elapsed() < IDLE {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    async fn connect(
+        &self,
+        addr: SocketAddr,
+        host: &str,
+        try_tls: bool,
+    ) -> Result<Session, Broken> {
+        let mut client = SmtpClient::connect(addr, self.connect_timeout)
+            .await
+            .map_err(|e| Broken(format!("connect to {addr}: {e}")))?;
+        client.timeout = self.command_timeout;
+        let greeting = client.read().await.map_err(broken)?;
+        if greeting.code != 220 {
+            return Err(Broken(format!("{addr} greeted with {}", text(&greeting))));
+        }
+        let ehlo = client.ehlo(&self.helo).await.map_err(broken)?;
+        let tls = self.tls.as_ref().filter(|_| try_tls && ehlo.has_capability(EXT_START_TLS));
+        let (stream, ehlo) = match tls {
+            Some(connector) => {
+                let mut tls = client
+                    .start_tls(connector, host)
+                    .await
+                    .map_err(|e| Broken(format!("TLS with {addr}: {e}")))?;
+                let ehlo = tls.ehlo(&self.helo).await.map_err(broken)?;
+                if let Some(credentials) = &self.credentials {
+                    tls.authenticate(credentials, &ehlo).await.map_err(broken)?;
+                }
+                (Stream::Tls(Box::new(tls)), ehlo)
+            }
+            None => {
+                if let Some(credentials) = &self.credentials {
+                    if !addr.ip().is_loopback() {
+                        return Err(Broken(format!(
+                            "{addr} offers no STARTTLS; credentials are never sent in clear text"
+                        )));
+                    }
+                    client.authenticate(credentials, &ehlo).await.map_err(broken)?;
+                }
+                (Stream::Plain(client), ehlo)
+            }
+        };
+        Ok(Session {
+            stream,
+            pipelining: ehlo.has_capability(EXT_PIPELINING),
+            idle_since: Instant::now(),
+            reused: false,
+        })
+    }
+}

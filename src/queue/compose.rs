@@ -1,0 +1,77 @@
+//! The bytes we send for a stored outbound email: MIME built from the stored parts, campaign
+//! tracking and unsubscribe headers added per recipient, then DKIM-signed with the domain's keys.
+
+use crate::app::App;
+use crate::error::{Error, Result};
+use crate::mail::build::{Outgoing, build};
+use crate::store::Email;
+use crate::tracking::Links;
+
+/// `"Name" <addr>` or `addr` into its parts.
+pub fn split_display(from: &str) -> (Option<String>, String) {
+    match (from.rfind('<'), from.ends_with('>')) {
+        (Some(open), true) => {
+            let name = from[..open].trim().trim_matches('"').trim();
+            let addr = from[open + 1..from.len() - 1].trim().to_owned();
+            ((!name.is_empty()).then(|| name.to_owned()), addr)
+        }
+        _ => (None, from.trim().to_owned()),
+    }
+}
+
+pub fn render(app: &App, email: &Email, domain: &crate::store::Domain) -> Result<Vec<u8>> {
+    let (from_name, from) = split_display(&email.summary.from);
+    let text = email.text.clone().unwrap_or_default();
+    let message_id = email.message_id.as_deref().unwrap_or("").trim_matches(['<', '>']).to_owned();
+    let base_url = app.config.public_url();
+    let campaign = email.send_type.as_deref() == Some("campaign");
+    let recipient = email.summary.to.first().cloned().unwrap_or_default();
+    let links = Links {
+        base_url: &base_url,
+        tokens: &app.tokens,
+        email_id: &email.summary.id,
+        recipient: &recipient,
+    };
+    let (text, html, unsubscribe) = if campaign {
+        let token_url = links.unsubscribe_url();
+        let token = token_url.rsplit('/').next().unwrap_or("");
+        let mailto = format!("mailto:unsubscribe@{}?subject=unsubscribe%20{token}", domain.name);
+        (
+            links.text_footer(&text),
+            email.html.as_deref().map(|h| links.rewrite_html(h)),
+            Some((token_url.clone(), mailto)),
+        )
+    } else {
+        (text, email.html.clone(), None)
+    };
+    let raw = build(&Outgoing {
+        from_name: from_name.as_deref(),
+        from: &from,
+        to: &email.summary.to,
+        subject: &email.summary.subject,
+        text: &text,
+        html: html.as_deref(),
+        message_id: &message_id,
+        date_ms: email.scheduled_at.unwrap_or(email.summary.created_at),
+        in_reply_to: email.in_reply_to.as_deref(),
+        unsubscribe,
+    })?;
+    let signer = app.signers.get(domain)?;
+    signer.sign(&raw).map_err(|e| Error::internal(format!("signing {}: {e}", email.summary.id)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_display;
+
+    #[test]
+    fn splits_display_addresses() {
+        assert_eq!(
+            split_display("\"Sales Team\" <s@x.test>"),
+            (Some("Sales Team".into()), "s@x.test".into())
+        );
+        assert_eq!(split_display("Sales <s@x.test>"), (Some("Sales".into()), "s@x.test".into()));
+        assert_eq!(split_display("s@x.test"), (None, "s@x.test".into()));
+        assert_eq!(split_display("<s@x.test>"), (None, "s@x.test".into()));
+    }
+}

@@ -1,0 +1,295 @@
+//! The delivery queue. One scheduler task owns the "what is due" question: it reads the due-time
+//! index, starts an attempt per due message (bounded by `delivery.concurrency`), and sleeps until
+//! the next due time or a wake-up (a new message, a finished attempt). An attempt delivers the
+//! message's pending recipients, then commits every outcome in one write; until that commit the
+//! queue entry stays, so a crash redelivers at most the messages that were in flight.
+
+pub mod client;
+pub mod compose;
+pub mod retry;
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::app::App;
+use crate::config::Config;
+use crate::dns::Destination;
+use crate::error::{Error, Result};
+use crate::ids::now_ms;
+use crate::shutdown::Shutdown;
+use crate::store::{Email, Outcome, is_final};
+use client::Pool;
+
+pub struct Queue {
+    wake: Notify,
+    in_flight: Mutex<HashSet<String>>,
+    slots: Arc<Semaphore>,
+    per_domain: Mutex<HashMap<String, Arc<Semaphore>>>,
+    per_domain_limit: usize,
+    pool: Pool,
+}
+
+impl Queue {
+    pub fn new(config: &Config) -> Queue {
+        let d = &config.delivery;
+        let credentials = match (&d.relay_username, &d.relay_password) {
+            (Some(user), Some(pass)) => {
+                Some(mail_send::Credentials::new(user.clone(), pass.clone()))
+            }
+            _ => None,
+        };
+        let helo = config.smtp.hostname.clone().unwrap_or_else(|| "localhost".into());
+        Queue {
+            wake: Notify::new(),
+            in_flight: Mutex::new(HashSet::new()),
+            slots: Arc::new(Semaphore::new(d.concurrency)),
+            per_domain: Mutex::new(HashMap::new()),
+            per_domain_limit: d.per_domain,
+            pool: Pool::new(helo, d.connect_timeout, d.command_timeout, credentials),
+        }
+    }
+
+    /// Tells the scheduler to look at the queue now.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        match self.in_flight.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    async fn domain_slot(&self, key: &str) -> Option<OwnedSemaphorePermit> {
+        let semaphore = {
+            let mut map = self.per_domain.lock().ok()?;
+            map.entry(key.to_owned())
+                .or_insert_with(|| Arc::new(Semaphore::new(self.per_domain_limit)))
+                .clone()
+        };
+        semaphore.acquire_owned().await.ok()
+    }
+}
+
+/// Runs the scheduler until shutdown, then waits (up to the HTTP grace period) for attempts in
+/// flight to commit.
+pub async fn run(app: App, mut shutdown: Shutdown) {
+    let queue = &app.queue;
+    loop {
+        let now = now_ms();
+        let look = queue.in_flight().len() + 256;
+        let head = match app.store.read(move |r| r.due(u64::MAX, look)).await {
+            Ok(head) => head,
+            Err(e) => {
+                tracing::error!(error = %e, "queue read failed");
+                Vec::new()
+            }
+        };
+        let mut next_due = None;
+        for (due, id) in head {
+            if due > now {
+                next_due = Some(due);
+                break;
+            }
+            if queue.in_flight().contains(&id) {
+                continue;
+            }
+            let Ok(permit) = queue.slots.clone().try_acquire_owned() else {
+                break; // at capacity: a finishing attempt wakes us
+            };
+            queue.in_flight().insert(id.clone());
+            tokio::spawn(attempt(app.clone(), due, id, permit));
+        }
+        let wait = next_due.map_or(Duration::from_secs(60), |due| {
+            Duration::from_millis(due.saturating_sub(now)).min(Duration::from_secs(60))
+        });
+        tokio::select! {
+            _ = queue.wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.wait() => break,
+        }
+    }
+    let deadline = tokio::time::Instant::now() + app.config.http.shutdown_grace;
+    while !queue.in_flight().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn attempt(app: App, due: u64, id: String, _slot: OwnedSemaphorePermit) {
+    if let Err(e) = attempt_inner(&app, due, &id).await {
+        tracing::error!(error = %e, email = %id, "delivery attempt failed; retrying shortly");
+        // Keep it marked in flight a little, so a persistent storage fault is not a hot loop.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    app.queue.in_flight().remove(&id);
+    app.queue.wake();
+}
+
+async fn attempt_inner(app: &App, due: u64, id: &str) -> Result<()> {
+    let owned = id.to_owned();
+    let loaded = app
+        .store
+        .read(move |r| {
+            let Some(email) = r.email_by_id(&owned)? else {
+                return Ok(None);
+            };
+            let domain = r.domain(email.domain())?;
+            Ok(Some((email, domain)))
+        })
+        .await?;
+    let (email, domain) = match loaded {
+        Some((email, Some(domain))) => (email, domain),
+        // Gone (deleted, or its domain removed): the commit below drops the queue entry.
+        _ => return finish(app, id, due, Vec::new(), 0).await,
+    };
+    let pending: Vec<String> = email
+        .deliveries
+        .iter()
+        .filter(|d| !is_final(&d.status))
+        .map(|d| d.recipient.clone())
+        .collect();
+    if pending.is_empty() {
+        return finish(app, id, due, Vec::new(), 0).await;
+    }
+    let message = compose::render(app, &email, &domain)?;
+    let envelope_from = format!("bounces+{}@{}", email.summary.id, domain.name);
+    let mut outcomes = Vec::with_capacity(pending.len());
+    for (destination, recipients) in group(app, &pending) {
+        let delivered =
+            deliver(app, destination.as_deref(), &envelope_from, &recipients, &message).await;
+        outcomes.extend(delivered);
+    }
+    let now = now_ms();
+    let started = email.scheduled_at.unwrap_or(email.summary.created_at);
+    let max_age = app.config.delivery.max_age.as_millis() as u64;
+    if now.saturating_sub(started) >= max_age {
+        for (_, outcome) in outcomes.iter_mut() {
+            if let Outcome::Deferred(last) = outcome {
+                *outcome =
+                    Outcome::Failed(format!("gave up after {}s; last: {last}", max_age / 1000));
+            }
+        }
+    }
+    let retry_at = now + retry_delay(app, &email).as_millis() as u64;
+    finish(app, id, due, outcomes, retry_at).await
+}
+
+async fn finish(
+    app: &App,
+    id: &str,
+    due: u64,
+    outcomes: Vec<(String, Outcome)>,
+    retry_at: u64,
+) -> Result<()> {
+    let id = id.to_owned();
+    app.store.write(move |w| w.finish_attempt(&id, due, &outcomes, retry_at)).await
+}
+
+fn retry_delay(app: &App, email: &Email) -> Duration {
+    let attempts = email.deliveries.iter().map(|d| d.attempts).max().unwrap_or(0) + 1;
+    let d = &app.config.delivery;
+    retry::delay(attempts, d.retry_initial, d.retry_max_interval, rand::random::<f64>())
+}
+
+/// Recipients grouped by where they are delivered: the relay (`None`) or each recipient domain.
+fn group(app: &App, recipients: &[String]) -> Vec<(Option<String>, Vec<String>)> {
+    if app.config.delivery.relay.is_some() {
+        return vec![(None, recipients.to_vec())];
+    }
+    let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for r in recipients {
+        let domain = r.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase()).unwrap_or_default();
+        match groups.iter_mut().find(|(d, _)| d.as_deref() == Some(domain.as_str())) {
+            Some((_, list)) => list.push(r.clone()),
+            None => groups.push((Some(domain), vec![r.clone()])),
+        }
+    }
+    groups
+}
+
+fn all(recipients: &[String], outcome: Outcome) -> Vec<(String, Outcome)> {
+    recipients.iter().map(|r| (r.clone(), outcome.clone())).collect()
+}
+
+/// Delivers to one destination: the relay, or the domain's mail exchangers in preference order.
+async fn deliver(
+    app: &App,
+    domain: Option<&str>,
+    from: &str,
+    recipients: &[String],
+    message: &[u8],
+) -> Vec<(String, Outcome)> {
+    let _slot = app.queue.domain_slot(domain.unwrap_or("relay")).await;
+    let port = app.config.delivery.port;
+    let hosts: Vec<(String, u16)> = match (domain, &app.config.delivery.relay) {
+        (_, Some(relay)) => {
+            match relay.rsplit_once(':').and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?))) {
+                Some(target) => vec![target],
+                None => {
+                    return all(
+                        recipients,
+                        Outcome::Deferred(format!("bad relay address {relay}")),
+                    );
+                }
+            }
+        }
+        (Some(domain), None) => match app.dns.destination(domain).await {
+            Destination::Hosts(hosts) => hosts.into_iter().map(|h| (h, port)).collect(),
+            Destination::Never(why) => {
+                return all(recipients, Outcome::Bounced(format!("550 5.1.2 {why}")));
+            }
+            Destination::Unknown(why) => return all(recipients, Outcome::Deferred(why)),
+        },
+        (None, None) => return Vec::new(),
+    };
+    let mut last_error = String::from("no mail exchanger could be reached");
+    for (host, port) in hosts {
+        let ips = match app.dns.addresses(&host).await {
+            Ok(ips) => ips,
+            Err(e) => {
+                last_error = format!("cannot resolve {host}: {e}");
+                continue;
+            }
+        };
+        for ip in ips.into_iter().take(2) {
+            let addr = SocketAddr::new(ip, port);
+            match transact(app, addr, &host, from, recipients, message).await {
+                Ok(outcomes) => return outcomes,
+                Err(e) => last_error = format!("{host} ({addr}): {e}"),
+            }
+        }
+    }
+    all(recipients, Outcome::Deferred(last_error))
+}
+
+/// One transaction on a pooled session; a reused session that turns out dead gets one retry on
+/// a fresh connection.
+async fn transact(
+    app: &App,
+    addr: SocketAddr,
+    host: &str,
+    from: &str,
+    recipients: &[String],
+    message: &[u8],
+) -> Result<Vec<(String, Outcome)>> {
+    for _ in 0..2 {
+        let mut session =
+            app.queue.pool.session(addr, host).await.map_err(|e| Error::Unavailable(e.0))?;
+        match session.transaction(from, recipients, message).await {
+            Ok(outcomes) => {
+                app.queue.pool.put_back(addr, session);
+                return Ok(outcomes);
+            }
+            Err(e) if session.reused => {
+                tracing::debug!(error = %e.0, %addr, "pooled session was dead")
+            }
+            Err(e) => return Err(Error::Unavailable(e.0)),
+        }
+    }
+    Err(Error::Unavailable(format!("{addr}: connection lost twice")))
+}

@@ -1,0 +1,113 @@
+//! Recipient screening before anything is queued: syntax, suppressions and unsubscribes of the
+//! sending domain, disposable domains, and whether the recipient's domain can receive mail at all.
+//! Only definitive answers refuse: a DNS timeout lets the recipient through and delivery decides.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::address;
+use crate::dns::{Dns, MailVerdict};
+use crate::error::{Blocked, Result};
+use crate::store::Store;
+use crate::tools::disposable::is_disposable;
+
+/// The recipients that may be sent to (normalized, de-duplicated, in input order) and the rest.
+#[derive(Debug, Default)]
+pub struct Screened {
+    pub accepted: Vec<String>,
+    pub blocked: Vec<Blocked>,
+}
+
+/// How long all DNS checks of one request may take together.
+const DNS_DEADLINE: Duration = Duration::from_secs(4);
+
+pub async fn screen(
+    store: &Store,
+    dns: &Arc<Dns>,
+    sender_domain: &str,
+    input: &[String],
+) -> Result<Screened> {
+    let mut out = Screened::default();
+    let mut candidates: Vec<(String, String)> = Vec::new(); // (address, its domain)
+    for raw in input {
+        match address::parse(raw) {
+            Ok(a) => {
+                let normalized = format!("{}@{}", a.local, a.domain);
+                if !candidates.iter().any(|(c, _)| c.eq_ignore_ascii_case(&normalized)) {
+                    candidates.push((normalized, a.domain));
+                }
+            }
+            Err(why) => out.blocked.push(Blocked {
+                email: raw.clone(),
+                reason: "invalid_address",
+                message: format!("not a valid address: {why}"),
+            }),
+        }
+    }
+    let lookup: Vec<String> = candidates.iter().map(|(c, _)| c.clone()).collect();
+    let domain = sender_domain.to_owned();
+    let suppressed = store
+        .read(move |r| lookup.iter().map(|a| r.suppression(&domain, a)).collect::<Result<Vec<_>>>())
+        .await?;
+    let mut remaining = Vec::new();
+    for ((address, domain), suppression) in candidates.into_iter().zip(suppressed) {
+        if let Some(s) = suppression {
+            let (reason, message) = if s.reason == "unsubscribed" {
+                ("unsubscribed", format!("{address} unsubscribed from mail of {sender_domain}"))
+            } else {
+                ("suppressed", format!("{address} is suppressed ({}): {}", s.reason, s.source))
+            };
+            out.blocked.push(Blocked { email: address, reason, message });
+        } else if is_disposable(&domain) {
+            out.blocked.push(Blocked {
+                email: address,
+                reason: "disposable_address",
+                message: format!("{domain} is a disposable (throwaway) email provider"),
+            });
+        } else {
+            remaining.push((address, domain));
+        }
+    }
+    let verdicts = mail_verdicts(dns, remaining.iter().map(|(_, d)| d.as_str())).await;
+    for (address, domain) in remaining {
+        match verdicts.get(&domain) {
+            Some(MailVerdict::Refuses(why)) => out.blocked.push(Blocked {
+                email: address,
+                reason: "no_mx",
+                message: format!("{domain} cannot receive mail: {why}"),
+            }),
+            _ => out.accepted.push(address),
+        }
+    }
+    Ok(out)
+}
+
+/// One DNS verdict per distinct domain, looked up concurrently under one deadline.
+async fn mail_verdicts<'a>(
+    dns: &Arc<Dns>,
+    domains: impl Iterator<Item = &'a str>,
+) -> HashMap<String, MailVerdict> {
+    let mut set = tokio::task::JoinSet::new();
+    let mut seen = std::collections::HashSet::new();
+    for domain in domains {
+        if seen.insert(domain.to_owned()) {
+            let (dns, domain) = (dns.clone(), domain.to_owned());
+            set.spawn(async move {
+                let verdict = dns.accepts_mail(&domain).await;
+                (domain, verdict)
+            });
+        }
+    }
+    let mut verdicts = HashMap::new();
+    let collect = async {
+        while let Some(joined) = set.join_next().await {
+            if let Ok((domain, verdict)) = joined {
+                verdicts.insert(domain, verdict);
+            }
+        }
+    };
+    // Past the deadline the missing domains count as unknown, which never refuses.
+    let _ = tokio::time::timeout(DNS_DEADLINE, collect).await;
+    verdicts
+}

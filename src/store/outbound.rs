@@ -1,0 +1,332 @@
+//! Outbound state: the delivery queue, suppressions, tracking counters and campaign batches.
+//! A message waits in `QUEUE` under its next due time; an attempt's outcome is committed in one
+//! transaction that updates every recipient, re-queues what must be retried, moves a finished
+//! message from `outbox` to `sent`, and suppresses hard-bounced addresses.
+
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+
+use super::emails::{Email, Folder};
+use super::tables::*;
+use super::{Rtx, Wtx, decode, encode};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Suppression {
+    pub email: String,
+    /// `hard_bounce`, `complaint`, `unsubscribed` or `manual`.
+    pub reason: String,
+    /// What caused it, in words (the SMTP reply of a bounce, the unsubscribe path...).
+    pub source: String,
+    pub unsubscribed_at: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tracking {
+    pub opens: u32,
+    pub clicks: u32,
+    pub first_opened_at: Option<u64>,
+    pub first_clicked_at: Option<u64>,
+    pub unsubscribed_at: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Batch {
+    pub id: String,
+    pub domain: String,
+    pub created_at: u64,
+    pub messages: u32,
+    /// Messages opened at least once.
+    pub opened: u32,
+    /// Messages with at least one click.
+    pub clicked: u32,
+    pub unsubscribed: u32,
+}
+
+/// What one attempt did for one recipient.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered(String),
+    /// Temporary failure; retried later.
+    Deferred(String),
+    /// Permanent failure: the address is suppressed.
+    Bounced(String),
+    /// Gave up after the maximum age.
+    Failed(String),
+}
+
+impl Outcome {
+    fn status(&self) -> &'static str {
+        match self {
+            Outcome::Delivered(_) => "delivered",
+            Outcome::Deferred(_) => "deferred",
+            Outcome::Bounced(_) => "bounced",
+            Outcome::Failed(_) => "failed",
+        }
+    }
+
+    fn response(&self) -> &str {
+        match self {
+            Outcome::Delivered(r)
+            | Outcome::Deferred(r)
+            | Outcome::Bounced(r)
+            | Outcome::Failed(r) => r,
+        }
+    }
+}
+
+/// Statuses after which a recipient is never attempted again.
+pub fn is_final(status: &str) -> bool {
+    matches!(status, "delivered" | "bounced" | "failed" | "cancelled")
+}
+
+/// The message's summary status from its recipients: any delivery counts as delivered; a message
+/// still in the queue is `scheduled`, `queued` or `deferred`.
+pub fn overall_status(email: &Email) -> &'static str {
+    let statuses: Vec<&str> = email.deliveries.iter().map(|d| d.status.as_str()).collect();
+    let any = |s: &str| statuses.contains(&s);
+    if statuses.iter().all(|s| is_final(s)) {
+        if any("delivered") {
+            "delivered"
+        } else if any("bounced") {
+            "bounced"
+        } else if any("failed") {
+            "failed"
+        } else {
+            "cancelled"
+        }
+    } else if any("deferred") {
+        "deferred"
+    } else if any("scheduled") {
+        "scheduled"
+    } else {
+        "queued"
+    }
+}
+
+/// Marks every recipient that is not final as cancelled.
+pub(super) fn cancel_pending(email: &mut Email) {
+    let now = crate::ids::now_ms();
+    for d in email.deliveries.iter_mut().filter(|d| !is_final(&d.status)) {
+        d.status = "cancelled".into();
+        d.updated_at = now;
+    }
+    email.summary.status = overall_status(email).into();
+}
+
+impl Wtx<'_> {
+    /// Stores an outbound message in its outbox and queues it for `due`.
+    pub fn enqueue(&mut self, email: &Email, due: u64) -> Result<()> {
+        self.insert_email(email)?;
+        self.tx.open_table(QUEUE)?.insert((due, email.summary.id.as_str()), ())?;
+        if let Some(message_id) = &email.message_id {
+            let mut ids = self.tx.open_table(MESSAGE_IDS)?;
+            ids.insert(message_id.as_str(), email.summary.id.as_str())?;
+        }
+        Ok(())
+    }
+
+    pub fn create_batch(&mut self, batch: &Batch) -> Result<()> {
+        self.tx.open_table(BATCHES)?.insert(batch.id.as_str(), encode(batch)?.as_slice())?;
+        Ok(())
+    }
+
+    /// Commits the outcome of an attempt made under the queue entry `(due, id)`. An entry that is
+    /// gone means the message was cancelled or deleted meanwhile: the outcome is dropped.
+    pub fn finish_attempt(
+        &mut self,
+        id: &str,
+        due: u64,
+        outcomes: &[(String, Outcome)],
+        retry_at: u64,
+    ) -> Result<()> {
+        if self.tx.open_table(QUEUE)?.remove((due, id))?.is_none() {
+            return Ok(());
+        }
+        let Some(mut email) = self.load_email(id)? else {
+            return Ok(());
+        };
+        let before = email.summary.clone();
+        let now = crate::ids::now_ms();
+        let domain = email.domain().to_owned();
+        for (recipient, outcome) in outcomes {
+            let Some(d) = email
+                .deliveries
+                .iter_mut()
+                .find(|d| d.recipient.eq_ignore_ascii_case(recipient) && !is_final(&d.status))
+            else {
+                continue;
+            };
+            d.status = outcome.status().into();
+            d.attempts += 1;
+            d.last_response = Some(outcome.response().to_owned());
+            d.updated_at = now;
+            if let Outcome::Bounced(reply) = outcome {
+                self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
+            }
+        }
+        if email.deliveries.iter().all(|d| is_final(&d.status)) {
+            email.next_attempt_at = None;
+            email.summary.folder = Folder::Sent;
+        } else {
+            email.next_attempt_at = Some(retry_at);
+            self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
+        }
+        email.summary.status = overall_status(&email).into();
+        self.replace_email(&before, &email)
+    }
+
+    /// Adds an address to the domain's suppression list; an existing entry is kept (its first
+    /// reason and time stand). Returns whether it was new.
+    pub fn suppress(
+        &mut self,
+        domain: &str,
+        email: &str,
+        reason: &str,
+        source: &str,
+        at: u64,
+    ) -> Result<bool> {
+        let key = email.to_ascii_lowercase();
+        let mut table = self.tx.open_table(SUPPRESSIONS)?;
+        if table.get((domain, key.as_str()))?.is_some() {
+            return Ok(false);
+        }
+        let entry = Suppression {
+            email: email.to_owned(),
+            reason: reason.to_owned(),
+            source: source.chars().take(500).collect(),
+            unsubscribed_at: at,
+        };
+        table.insert((domain, key.as_str()), encode(&entry)?.as_slice())?;
+        self.tx.open_table(SUPPRESSIONS_BY_TIME)?.insert((domain, at, key.as_str()), ())?;
+        Ok(true)
+    }
+
+    /// Counts an open (`click == false`) or a click of a sent message, and its batch's unique
+    /// counters the first time.
+    pub fn record_engagement(&mut self, id: &str, click: bool, at: u64) -> Result<()> {
+        let Some(email) = self.load_email(id)? else {
+            return Err(Error::not_found("message"));
+        };
+        let mut t = self.tracking_of(id)?;
+        let first = if click { t.first_clicked_at.is_none() } else { t.first_opened_at.is_none() };
+        if click {
+            t.clicks = t.clicks.saturating_add(1);
+            t.first_clicked_at.get_or_insert(at);
+        } else {
+            t.opens = t.opens.saturating_add(1);
+            t.first_opened_at.get_or_insert(at);
+        }
+        self.tx.open_table(TRACKING)?.insert(id, encode(&t)?.as_slice())?;
+        if first && let Some(batch) = &email.batch_id {
+            self.bump_batch(batch, |b| if click { b.clicked += 1 } else { b.opened += 1 })?;
+        }
+        Ok(())
+    }
+
+    /// Unsubscribes `recipient` of message `id` from the message's domain.
+    pub fn record_unsubscribe(
+        &mut self,
+        id: &str,
+        recipient: &str,
+        source: &str,
+        at: u64,
+    ) -> Result<()> {
+        let Some(email) = self.load_email(id)? else {
+            return Err(Error::not_found("message"));
+        };
+        let domain = email.domain().to_owned();
+        self.suppress(&domain, recipient, "unsubscribed", source, at)?;
+        let mut t = self.tracking_of(id)?;
+        if t.unsubscribed_at.is_none() {
+            t.unsubscribed_at = Some(at);
+            self.tx.open_table(TRACKING)?.insert(id, encode(&t)?.as_slice())?;
+            if let Some(batch) = &email.batch_id {
+                self.bump_batch(batch, |b| b.unsubscribed += 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn tracking_of(&self, id: &str) -> Result<Tracking> {
+        let table = self.tx.open_table(TRACKING)?;
+        let found = table.get(id)?;
+        Ok(found.map(|v| decode(v.value())).transpose()?.unwrap_or_default())
+    }
+
+    fn bump_batch(&mut self, id: &str, change: impl FnOnce(&mut Batch)) -> Result<()> {
+        let mut table = self.tx.open_table(BATCHES)?;
+        let found = table.get(id)?.map(|v| decode::<Batch>(v.value())).transpose()?;
+        if let Some(mut batch) = found {
+            change(&mut batch);
+            table.insert(id, encode(&batch)?.as_slice())?;
+        }
+        Ok(())
+    }
+}
+
+impl Rtx {
+    /// Up to `limit` queue entries due at or before `now`, earliest first.
+    pub fn due(&self, now: u64, limit: usize) -> Result<Vec<(u64, String)>> {
+        let table = self.tx.open_table(QUEUE)?;
+        let mut out = Vec::new();
+        for entry in table.range((0u64, "")..)?.take(limit) {
+            let (key, _) = entry?;
+            let (due, id) = key.value();
+            if due > now {
+                break;
+            }
+            out.push((due, id.to_owned()));
+        }
+        Ok(out)
+    }
+
+    /// The earliest due time in the queue.
+    pub fn next_due(&self) -> Result<Option<u64>> {
+        let table = self.tx.open_table(QUEUE)?;
+        let first = table.first()?;
+        Ok(first.map(|(k, _)| k.value().0))
+    }
+
+    pub fn queue_len(&self) -> Result<u64> {
+        use redb::ReadableTableMetadata;
+        Ok(self.tx.open_table(QUEUE)?.len()?)
+    }
+
+    pub fn suppression(&self, domain: &str, email: &str) -> Result<Option<Suppression>> {
+        let key = email.to_ascii_lowercase();
+        let table = self.tx.open_table(SUPPRESSIONS)?;
+        let found = table.get((domain, key.as_str()))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn tracking(&self, id: &str) -> Result<Option<Tracking>> {
+        let table = self.tx.open_table(TRACKING)?;
+        let found = table.get(id)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn batch(&self, id: &str) -> Result<Option<Batch>> {
+        let table = self.tx.open_table(BATCHES)?;
+        let found = table.get(id)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn secret(&self, name: &str) -> Result<Vec<u8>> {
+        let table = self.tx.open_table(SECRETS)?;
+        let found = table.get(name)?;
+        found
+            .map(|v| v.value().to_vec())
+            .ok_or_else(|| Error::internal(format!("secret {name} missing")))
+    }
+
+    /// The id of the email we sent with this Message-ID.
+    pub fn email_for_message_id(&self, message_id: &str) -> Result<Option<String>> {
+        let table = self.tx.open_table(MESSAGE_IDS)?;
+        let found = table.get(message_id)?;
+        Ok(found.map(|v| v.value().to_owned()))
+    }
+}

@@ -1,0 +1,3 @@
+//! Address checks shared by screening and the public tools.
+
+pub mod disposable;

@@ -91,8 +91,11 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
         listeners.admin.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
     let admin =
         tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
+    let queue = tokio::spawn(crate::queue::run(app.clone(), shutdown.clone()));
     crate::http::server::serve(listeners.http, app.clone(), shutdown).await;
     let _ = admin.await;
+    // Attempts in flight commit their outcomes before the store closes.
+    let _ = queue.await;
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);
     }

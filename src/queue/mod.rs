@@ -90,6 +90,7 @@ pub async fn run(app: App, mut shutdown: Shutdown) {
                 Vec::new()
             }
         };
+        tracing::debug!(entries = head.len(), in_flight = queue.in_flight().len(), "queue scan");
         let mut next_due = None;
         for (due, id) in head {
             if due > now {
@@ -131,6 +132,7 @@ async fn attempt(app: App, due: u64, id: String, _slot: OwnedSemaphorePermit) {
 }
 
 async fn attempt_inner(app: &App, due: u64, id: &str) -> Result<()> {
+    tracing::debug!(email = id, due, "delivery attempt");
     let owned = id.to_owned();
     let loaded = app
         .store

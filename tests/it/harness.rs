@@ -65,6 +65,12 @@ impl Seed {
         secret
     }
 
+    /// The stored record of a seeded domain (with its DKIM keys).
+    pub fn domain_record(&self, name: &str) -> Domain {
+        let name = name.to_owned();
+        self.store.read_blocking(move |r| r.domain(&name)).expect("read").expect("domain exists")
+    }
+
     pub fn mailbox(&self, domain: &str, local: &str) {
         let (d, l) = (domain.to_owned(), local.to_owned());
         self.store.write_blocking(move |w| w.create_mailbox(&d, &l, None)).expect("mailbox");

@@ -14,5 +14,7 @@ mod contacts;
 mod durability;
 mod emails;
 mod errors;
+mod mail_world;
 mod mailboxes;
+mod send;
 mod sender_groups;

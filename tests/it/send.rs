@@ -155,7 +155,7 @@ fn a_campaign_is_one_tracked_message_per_recipient_and_unsubscribe_blocks_the_ne
     assert!(tracking["opens"].as_u64() >= Some(1), "{tracking}");
     assert_eq!(tracking["clicks"], 1, "{tracking}");
     // The unsubscribe page asks first; the one-click POST unsubscribes at once.
-    let unsubscribe = path_of(&list[1..].split('>').next().expect("url").to_owned());
+    let unsubscribe = path_of(list[1..].split('>').next().expect("url"));
     let page = anonymous.get(&unsubscribe).expect(200);
     assert!(page.text().contains("<form method=\"post\""));
     let ok = anonymous.raw(

@@ -364,6 +364,14 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_example_configuration_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/edgemail.toml");
+        let c = load(Some(&path), Vec::new(), &[]).expect("dist/edgemail.toml is valid");
+        assert_eq!(c.delivery.retry_initial, Duration::from_secs(300));
+        assert_eq!(c.smtp.hostname.as_deref(), Some("mail.example.com"));
+    }
+
+    #[test]
     fn durations_and_sizes() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("3d"), Ok(Duration::from_secs(3 * 86_400)));

@@ -222,6 +222,9 @@ impl Pool {
             .await
             .map_err(|e| Broken(format!("connect to {addr}: {e}")))?;
         client.timeout = self.command_timeout;
+        // Commands are small writes answered by the peer: without this, Nagle's algorithm and
+        // delayed ACKs add ~40 ms to every exchange.
+        let _ = client.stream.set_nodelay(true);
         let greeting = client.read().await.map_err(broken)?;
         if greeting.code != 220 {
             return Err(Broken(format!("{addr} greeted with {}", text(&greeting))));

@@ -132,18 +132,26 @@ async fn attempt(app: App, due: u64, id: String, _slot: OwnedSemaphorePermit) {
 }
 
 async fn attempt_inner(app: &App, due: u64, id: &str) -> Result<()> {
-    tracing::debug!(email = id, due, "delivery attempt");
     let owned = id.to_owned();
     let loaded = app
         .store
         .read(move |r| {
+            // The scan that started this attempt may predate the commit of the previous one:
+            // only an entry that is still queued in this snapshot is ours to work on.
+            if !r.is_queued(due, &owned)? {
+                return Ok(Err(()));
+            }
             let Some(email) = r.email_by_id(&owned)? else {
-                return Ok(None);
+                return Ok(Ok(None));
             };
             let domain = r.domain(email.domain())?;
-            Ok(Some((email, domain)))
+            Ok(Ok(Some((email, domain))))
         })
         .await?;
+    let Ok(loaded) = loaded else {
+        return Ok(());
+    };
+    tracing::debug!(email = id, due, "delivery attempt");
     let (email, domain) = match loaded {
         Some((email, Some(domain))) => (email, domain),
         // Gone (deleted, or its domain removed): the commit below drops the queue entry.

@@ -284,6 +284,11 @@ impl Rtx {
         Ok(out)
     }
 
+    /// Whether the queue still holds this entry (an attempt may start from a stale scan).
+    pub fn is_queued(&self, due: u64, id: &str) -> Result<bool> {
+        Ok(self.tx.open_table(QUEUE)?.get((due, id))?.is_some())
+    }
+
     /// The earliest due time in the queue.
     pub fn next_due(&self) -> Result<Option<u64>> {
         let table = self.tx.open_table(QUEUE)?;

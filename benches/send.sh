@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Sending benchmarks, all on 127.0.0.1:
+#   1. accepted sends per second: POST /v1/send, one recipient, 64 connections (wrk), durable;
+#   2. messages delivered per second to a local SMTP sink: DKIM-signed (RSA-2048 + Ed25519),
+#      over pooled connections, found through MX lookups.
+#   bash benches/send.sh
+# Needs (installed here when missing, on Debian): wrk, dnsmasq (MX and A records for bench.test),
+# postfix's smtp-sink (taken from the postfix package with `apt-get download`, not installed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-64}
+MESSAGES=${MESSAGES:-10000}
+command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
+command -v dnsmasq >/dev/null || apt-get install -y dnsmasq-base >/dev/null
+SINK_BIN=/tmp/postfix-bench/usr/sbin/smtp-sink
+if [ ! -x "$SINK_BIN" ]; then
+  (cd /tmp && apt-get download postfix >/dev/null && dpkg -x postfix_*.deb /tmp/postfix-bench)
+fi
+cargo build --release --quiet
+BIN=target/release/edgemail
+DATA=$(mktemp -d /tmp/edgemail-send.XXXXXX)
+cleanup() { kill ${PIDS:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DATA"; }
+trap cleanup EXIT
+PIDS=""
+DNS_PORT=5399; SINK_PORT=2599
+dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0.0.1 --bind-interfaces \
+  --no-resolv --no-hosts --mx-host=bench.test,mx.bench.test,10 --address=/mx.bench.test/127.0.0.1 \
+  --log-facility=/dev/null &
+PIDS="$PIDS $!"
+# smtp-sink: pipelining on, 1000 connections backlog; -c prints counters we do not need.
+LD_LIBRARY_PATH=/tmp/postfix-bench/usr/lib/postfix "$SINK_BIN" -u "$(id -un)" 127.0.0.1:$SINK_PORT 1000 &
+PIDS="$PIDS $!"
+
+$BIN domain add bench.example --data "$DATA" >/dev/null
+KEY=$($BIN key create --name bench --domain bench.example --data "$DATA" | tail -n 1)
+EDGEMAIL_DELIVERY_PORT=$SINK_PORT EDGEMAIL_LOG_LEVEL=warn \
+  $BIN serve --data "$DATA" --http 127.0.0.1:0 --nameserver 127.0.0.1:$DNS_PORT 2>"$DATA/server.log" &
+PIDS="$PIDS $!"
+for _ in $(seq 100); do grep -q '^ready$' "$DATA/server.log" && break; sleep 0.1; done
+BASE=http://$(sed -n 's/^listening http=\([^ ]*\).*/\1/p' "$DATA/server.log")
+AUTH="Authorization: Bearer $KEY"
+curl -sf -o /dev/null -X POST "$BASE/v1/mailboxes" -H "$AUTH" -H 'Content-Type: application/json' \
+  -d '{"address":"news","displayName":"Bench News"}'
+
+outbox_empty() {
+  [ "$(curl -sf "$BASE/v1/emails?mailbox=news&folder=outbox&limit=1" -H "$AUTH")" = "[]" ]
+}
+drain() {
+  local deadline=$(( $(date +%s) + 300 ))
+  until outbox_empty; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "the queue did not drain; see $DATA/server.log" >&2; exit 1; }
+    sleep "$1"
+  done
+}
+
+cat > "$DATA/send.lua" <<LUA
+local n = 0
+request = function()
+  n = n + 1
+  local body = string.format('{"from":"news@bench.example","to":"u%d-%d@bench.test","subject":"Hello %d","html":"<p>Hello <b>there</b>, this is message %d.</p>"}', math.random(1, 1000000000), n, n, n)
+  return wrk.format("POST", "/v1/send", { ["Authorization"] = "Bearer $KEY", ["Content-Type"] = "application/json" }, body)
+end
+LUA
+echo "== POST /v1/send (1 recipient, durable; delivery runs at the same time), $CONNECTIONS connections, $DURATION"
+wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$DATA/send.lua" "$BASE/v1/send"
+echo "waiting for the queue to drain..."
+drain 0.5
+
+echo
+echo "== delivery: $MESSAGES campaign messages scheduled together, DKIM-signed, to the sink"
+AT=$(( $(date +%s%3N) + 4000 ))
+BATCHES=$(( MESSAGES / 500 ))
+for b in $(seq "$BATCHES"); do
+  TO=$(seq 500 | sed "s/.*/\"r$b-&@bench.test\"/" | paste -sd, -)
+  curl -sf -o /dev/null -X POST "$BASE/v1/send" -H "$AUTH" -H 'Content-Type: application/json' \
+    -d "{\"from\":\"news@bench.example\",\"to\":[$TO],\"subject\":\"Campaign\",\"html\":\"<p>Hi, see <a href='https://example.com/x'>this</a>.</p>\",\"type\":\"campaign\",\"scheduledAt\":$AT}"
+done
+NOW=$(date +%s%3N)
+[ "$NOW" -lt "$AT" ] || { echo "scheduling took too long; raise the 4000 ms lead" >&2; exit 1; }
+sleep "$(echo "($AT - $NOW) / 1000" | bc -l)"
+drain 0.05
+END=$(date +%s%3N)
+ELAPSED=$(( END - AT ))
+echo "delivered $(( BATCHES * 500 )) messages in ${ELAPSED} ms: $(( BATCHES * 500 * 1000 / ELAPSED )) messages/s"
+grep -c . "$DATA/server.log" | xargs echo "server log lines (warnings/errors):"

@@ -64,6 +64,7 @@ impl AppState {
 /// Bound sockets, so callers (and tests) choose addresses, including port 0.
 pub struct Listeners {
     pub http: TcpListener,
+    pub smtp: TcpListener,
     pub admin: UnixListener,
 }
 
@@ -73,6 +74,9 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
     let http = TcpListener::bind(config.http.listen)
         .await
         .map_err(|e| Error::Unavailable(format!("cannot listen on {}: {e}", config.http.listen)))?;
+    let smtp = TcpListener::bind(config.smtp.listen)
+        .await
+        .map_err(|e| Error::Unavailable(format!("cannot listen on {}: {e}", config.smtp.listen)))?;
     let path = crate::admin::socket_path(&config.data_dir);
     let _ = std::fs::remove_file(&path);
     let admin = UnixListener::bind(&path).map_err(|e| {
@@ -82,7 +86,7 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     }
-    Ok(Listeners { http, admin })
+    Ok(Listeners { http, smtp, admin })
 }
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
@@ -92,8 +96,24 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     let admin =
         tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
     let queue = tokio::spawn(crate::queue::run(app.clone(), shutdown.clone()));
+    let tls = {
+        let state = app.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::smtp::tls::acceptor(&state.config.smtp, &state.store)
+        })
+        .await
+        .map_err(Error::internal)?
+    };
+    let tls = tls.map_err(|e| tracing::warn!(error = %e, "STARTTLS disabled")).ok();
+    let smtp = tokio::spawn(crate::smtp::server::serve(
+        listeners.smtp,
+        app.clone(),
+        tls,
+        shutdown.clone(),
+    ));
     crate::http::server::serve(listeners.http, app.clone(), shutdown).await;
     let _ = admin.await;
+    let _ = smtp.await;
     // Attempts in flight commit their outcomes before the store closes.
     let _ = queue.await;
     if let Some(path) = admin_path {

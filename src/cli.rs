@@ -48,6 +48,9 @@ pub struct ServeArgs {
     /// HTTP listen address (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// SMTP listen address for inbound mail (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR")]
+    pub smtp: Option<SocketAddr>,
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
@@ -117,6 +120,9 @@ impl ServeArgs {
         let mut out = self.common.overrides();
         if let Some(addr) = self.http {
             out.push(("http.listen", addr.to_string()));
+        }
+        if let Some(addr) = self.smtp {
+            out.push(("smtp.listen", addr.to_string()));
         }
         if let Some(url) = &self.public_url {
             out.push(("http.public_url", url.clone()));

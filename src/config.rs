@@ -52,8 +52,29 @@ pub struct Http {
 
 #[derive(Debug, Clone)]
 pub struct Smtp {
+    /// The inbound listener (this server is the MX of its domains).
+    pub listen: SocketAddr,
     /// The name this server answers to as a mail exchanger; MX records point at it.
     pub hostname: Option<String>,
+    pub max_message_size: usize,
+    pub max_recipients: usize,
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    /// RFC 5321 4.5.3.2: at least 5 minutes for a command, 10 for the end of DATA.
+    pub command_timeout: Duration,
+    pub data_timeout: Duration,
+    /// Bad commands tolerated before the connection is closed.
+    pub max_errors: usize,
+    /// PEM certificate chain and key for STARTTLS; a self-signed pair is made when absent.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Smtp {
+    /// The host name used in greetings and headers.
+    pub fn host(&self) -> &str {
+        self.hostname.as_deref().unwrap_or("localhost")
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -75,7 +96,19 @@ impl Default for Config {
                 max_connections: 10_000,
                 shutdown_grace: Duration::from_secs(10),
             },
-            smtp: Smtp { hostname: None },
+            smtp: Smtp {
+                listen: SocketAddr::from(([127, 0, 0, 1], 2525)),
+                hostname: None,
+                max_message_size: 25 * 1024 * 1024,
+                max_recipients: 100,
+                max_connections: 1000,
+                max_connections_per_ip: 20,
+                command_timeout: Duration::from_secs(300),
+                data_timeout: Duration::from_secs(600),
+                max_errors: 10,
+                tls_cert: None,
+                tls_key: None,
+            },
             delivery: Delivery {
                 relay: None,
                 relay_username: None,
@@ -144,6 +177,50 @@ const KEYS: &[(&str, Setter)] = &[
     }),
     ("http.shutdown_grace", |c, v| {
         c.http.shutdown_grace = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.listen", |c, v| {
+        c.smtp.listen = parse_addr(v)?;
+        Ok(())
+    }),
+    ("smtp.max_message_size", |c, v| {
+        c.smtp.max_message_size = parse_size(v)?;
+        Ok(())
+    }),
+    ("smtp.max_recipients", |c, v| {
+        c.smtp.max_recipients =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("smtp.max_connections", |c, v| {
+        c.smtp.max_connections =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("smtp.max_connections_per_ip", |c, v| {
+        c.smtp.max_connections_per_ip =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("smtp.command_timeout", |c, v| {
+        c.smtp.command_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.data_timeout", |c, v| {
+        c.smtp.data_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.max_errors", |c, v| {
+        c.smtp.max_errors =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("smtp.tls_cert", |c, v| {
+        c.smtp.tls_cert = Some(PathBuf::from(v));
+        Ok(())
+    }),
+    ("smtp.tls_key", |c, v| {
+        c.smtp.tls_key = Some(PathBuf::from(v));
         Ok(())
     }),
     ("smtp.hostname", |c, v| {

@@ -9,6 +9,8 @@
 //! - `admin`    domain and key commands, and the socket the CLI reaches a running server by
 //! - `store`    the redb file: tables, group commit, one module per entity
 //! - `dkim`     DKIM key generation and the DNS records to publish
+//! - `smtp`     the inbound SMTP listener and session (the MX of hosted domains)
+//! - `inbound`  what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
 //! - `queue`    the durable delivery queue: scheduler, SMTP client and pool, retry policy
 //! - `mail`     building outgoing MIME, text from HTML, DKIM signing
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
@@ -35,11 +37,13 @@ pub mod dns;
 pub mod error;
 pub mod http;
 pub mod ids;
+pub mod inbound;
 pub mod logging;
 pub mod mail;
 pub mod queue;
 pub mod screening;
 pub mod shutdown;
+pub mod smtp;
 pub mod store;
 pub mod tools;
 pub mod tracking;

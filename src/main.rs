@@ -14,6 +14,8 @@ use edgemail::{app, demo, logging, shutdown};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // One TLS provider for the whole process (STARTTLS in and out).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
@@ -110,9 +112,11 @@ async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
         .map_err(Error::internal)??;
     let listeners = app::bind(&config).await?;
     let http = listeners.http.local_addr()?;
+    let smtp = listeners.smtp.local_addr()?;
     if config.http.listen.port() == 0 {
         config.http.listen = http;
     }
+    config.smtp.listen = smtp;
     let app = app::AppState::new(config, store)?;
     if demo_mode {
         let state = app.clone();
@@ -125,7 +129,7 @@ async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
         .map_err(Error::internal)??;
         println!("{text}");
     }
-    eprintln!("listening http={http}");
+    eprintln!("listening http={http} smtp={smtp}");
     eprintln!("ready");
     let (trigger, stop) = shutdown::channel();
     tokio::spawn(async move {

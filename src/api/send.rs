@@ -203,6 +203,7 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
             batch_id: batch.map(str::to_owned),
             scheduled_at: req.scheduled_at,
             next_attempt_at: Some(due),
+            in_reply_to_id: None,
         }
     };
     let batch_id = req.campaign.then(|| new_id("batch"));
@@ -220,6 +221,7 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
         opened: 0,
         clicked: 0,
         unsubscribed: 0,
+        replied: 0,
     });
     ctx.app
         .store

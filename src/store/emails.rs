@@ -83,6 +83,9 @@ pub struct Email {
     /// When the queue will next try the recipients that are not final yet.
     #[serde(default)]
     pub next_attempt_at: Option<u64>,
+    /// For received mail: the id of the message we sent that this one answers.
+    #[serde(default)]
+    pub in_reply_to_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -157,6 +160,7 @@ impl Wtx<'_> {
         index.remove(index_key(&email.summary))?;
         if email.summary.folder == Folder::Trash {
             emails.remove(id)?;
+            self.tx.open_table(RAW)?.remove(id)?;
             return Ok(Deleted::Removed);
         }
         email.summary.folder = Folder::Trash;
@@ -195,8 +199,10 @@ impl Wtx<'_> {
         }
         let mut emails = self.tx.open_table(EMAILS)?;
         let mut queue = self.tx.open_table(QUEUE)?;
+        let mut raw = self.tx.open_table(RAW)?;
         for (folder, at, id) in &ids {
             index.remove((mailbox, *folder, *at, id.as_str()))?;
+            raw.remove(id.as_str())?;
             let removed = emails.remove(id.as_str())?.map(|v| decode::<Email>(v.value()));
             if let Some(Ok(Email { next_attempt_at: Some(due), .. })) = removed {
                 queue.remove((due, id.as_str()))?;

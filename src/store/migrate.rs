@@ -66,6 +66,7 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(BATCHES)?;
     tx.open_table(SECRETS)?;
     tx.open_table(MESSAGE_IDS)?;
+    tx.open_table(RAW)?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@ mod contacts;
 mod domains;
 mod emails;
 mod groups;
+mod inbound;
 mod keys;
 mod mailboxes;
 mod migrate;

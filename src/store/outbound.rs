@@ -30,6 +30,8 @@ pub struct Tracking {
     pub first_opened_at: Option<u64>,
     pub first_clicked_at: Option<u64>,
     pub unsubscribed_at: Option<u64>,
+    #[serde(default)]
+    pub replies: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,6 +46,9 @@ pub struct Batch {
     /// Messages with at least one click.
     pub clicked: u32,
     pub unsubscribed: u32,
+    /// Messages with at least one reply.
+    #[serde(default)]
+    pub replied: u32,
 }
 
 /// What one attempt did for one recipient.
@@ -126,6 +131,11 @@ impl Wtx<'_> {
             let mut ids = self.tx.open_table(MESSAGE_IDS)?;
             ids.insert(message_id.as_str(), email.summary.id.as_str())?;
         }
+        Ok(())
+    }
+
+    pub fn put_secret(&mut self, name: &str, value: &[u8]) -> Result<()> {
+        self.tx.open_table(SECRETS)?.insert(name, value)?;
         Ok(())
     }
 
@@ -251,6 +261,73 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// An ARF complaint about `recipient` of message `id`: the address is suppressed.
+    pub fn record_complaint(&mut self, id: &str, recipient: &str, at: u64) -> Result<()> {
+        let Some(email) = self.load_email(id)? else {
+            return Ok(());
+        };
+        let domain = email.domain().to_owned();
+        self.suppress(&domain, recipient, "complaint", "ARF feedback report", at)?;
+        Ok(())
+    }
+
+    /// The id of the email we sent with this Message-ID.
+    pub fn email_for_message_id(&self, message_id: &str) -> Result<Option<String>> {
+        let table = self.tx.open_table(MESSAGE_IDS)?;
+        let found = table.get(message_id)?;
+        Ok(found.map(|v| v.value().to_owned()))
+    }
+
+    /// Counts a reply to message `id` (and, the first time, to its batch).
+    pub fn record_reply(&mut self, id: &str) -> Result<()> {
+        let Some(email) = self.load_email(id)? else {
+            return Ok(());
+        };
+        let mut t = self.tracking_of(id)?;
+        t.replies = t.replies.saturating_add(1);
+        self.tx.open_table(TRACKING)?.insert(id, encode(&t)?.as_slice())?;
+        if t.replies == 1
+            && let Some(batch) = &email.batch_id
+        {
+            self.bump_batch(batch, |b| b.replied += 1)?;
+        }
+        Ok(())
+    }
+
+    /// A late permanent failure (a DSN) for `recipient` of message `id`: the delivery becomes
+    /// `bounced` and the address is suppressed. Returns whether the message had that recipient.
+    pub fn record_bounce(
+        &mut self,
+        id: &str,
+        recipient: &str,
+        reason: &str,
+        at: u64,
+    ) -> Result<bool> {
+        let Some(mut email) = self.load_email(id)? else {
+            return Ok(false);
+        };
+        let before = email.summary.clone();
+        let Some(d) =
+            email.deliveries.iter_mut().find(|d| d.recipient.eq_ignore_ascii_case(recipient))
+        else {
+            return Ok(false);
+        };
+        d.status = "bounced".into();
+        d.last_response = Some(format!("DSN: {reason}"));
+        d.updated_at = at;
+        let domain = email.domain().to_owned();
+        self.suppress(&domain, recipient, "hard_bounce", &format!("DSN: {reason}"), at)?;
+        if email.deliveries.iter().all(|d| is_final(&d.status)) {
+            if let Some(due) = email.next_attempt_at.take() {
+                self.tx.open_table(QUEUE)?.remove((due, id))?;
+            }
+            email.summary.folder = Folder::Sent;
+        }
+        email.summary.status = overall_status(&email).into();
+        self.replace_email(&before, &email)?;
+        Ok(true)
+    }
+
     fn tracking_of(&self, id: &str) -> Result<Tracking> {
         let table = self.tx.open_table(TRACKING)?;
         let found = table.get(id)?;
@@ -326,6 +403,12 @@ impl Rtx {
         found
             .map(|v| v.value().to_vec())
             .ok_or_else(|| Error::internal(format!("secret {name} missing")))
+    }
+
+    pub fn optional_secret(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let table = self.tx.open_table(SECRETS)?;
+        let found = table.get(name)?;
+        Ok(found.map(|v| v.value().to_vec()))
     }
 
     /// The id of the email we sent with this Message-ID.

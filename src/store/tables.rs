@@ -41,3 +41,5 @@ pub const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("batches"
 pub const SECRETS: TableDefinition<&str, &[u8]> = TableDefinition::new("secrets");
 /// RFC 5322 Message-ID we sent -> email id: links bounces and replies to the message.
 pub const MESSAGE_IDS: TableDefinition<&str, &str> = TableDefinition::new("message_ids");
+/// email id -> the raw message as received (with our Received and Authentication-Results).
+pub const RAW: TableDefinition<&str, &[u8]> = TableDefinition::new("raw_messages");

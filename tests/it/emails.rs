@@ -256,7 +256,8 @@ fn get_returns_the_full_email_with_attachments_and_deliveries() {
             {"recipient": "grace@example.net", "status": "deferred", "attempts": 3,
              "lastResponse": null, "updatedAt": T + 900}
         ],
-        "type": null, "batchId": null, "scheduledAt": null, "nextAttemptAt": null, "tracking": null
+        "type": null, "batchId": null, "scheduledAt": null, "nextAttemptAt": null, "tracking": null,
+        "inReplyToId": null
     });
     assert_eq!(got, want);
     let sent = a.get("/v1/emails?folder=sent").expect(200).json();

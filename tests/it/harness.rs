@@ -88,6 +88,7 @@ impl Seed {
 pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
+    pub smtp: SocketAddr,
     log: PathBuf,
 }
 
@@ -101,14 +102,17 @@ impl Server {
         let log = data.join(format!("server-{}.log", crate::harness::unique()));
         let stderr = std::fs::File::create(&log).expect("log file");
         let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--data"]).arg(data).args(["--http", "127.0.0.1:0"]).args(args);
+        cmd.args(["serve", "--data"])
+            .arg(data)
+            .args(["--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"])
+            .args(args);
         cmd.env_remove("RUST_LOG");
         for (k, v) in env {
             cmd.env(k, v);
         }
         let child = cmd.stdout(Stdio::null()).stderr(stderr).spawn().expect("spawn edgemail");
-        let addr = wait_ready(&log);
-        Server { child, addr, log }
+        let (addr, smtp) = wait_ready(&log);
+        Server { child, addr, smtp, log }
     }
 
     pub fn client(&self, key: Option<&str>) -> Client {
@@ -150,18 +154,23 @@ pub fn unique() -> u32 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-fn wait_ready(log: &Path) -> SocketAddr {
+/// The HTTP and SMTP addresses from the `listening` line, once `ready` follows it.
+fn wait_ready(log: &Path) -> (SocketAddr, SocketAddr) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(file) = std::fs::File::open(log) {
-            let mut addr = None;
+            let mut addrs = None;
             for line in BufReader::new(file).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("listening http=") {
-                    let first = rest.split_whitespace().next().unwrap_or("");
-                    addr = first.parse().ok();
+                if let Some(rest) = line.strip_prefix("listening ") {
+                    let field = |name: &str| {
+                        rest.split_whitespace()
+                            .find_map(|kv| kv.strip_prefix(name))
+                            .and_then(|v| v.parse::<SocketAddr>().ok())
+                    };
+                    addrs = field("http=").zip(field("smtp="));
                 }
                 if line == "ready" {
-                    return addr.expect("a listening line before ready");
+                    return addrs.expect("a listening line with http= and smtp= before ready");
                 }
             }
         }

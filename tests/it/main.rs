@@ -14,6 +14,7 @@ mod contacts;
 mod durability;
 mod emails;
 mod errors;
+mod inbound;
 mod mail_world;
 mod mailboxes;
 mod send;

@@ -1,0 +1,5 @@
+//! Inbound SMTP: the MX side of hosted domains.
+
+pub mod server;
+pub mod session;
+pub mod tls;

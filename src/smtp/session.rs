@@ -1,0 +1,317 @@
+//! One inbound SMTP session (RFC 5321), generic over the stream so the same code runs before and
+//! after STARTTLS. Commands are parsed by smtp-proto; replies to pipelined commands are collected
+//! and written together when the client's input is used up (RFC 2920).
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+
+use smtp_proto::request::receiver::{DataReceiver, DummyDataReceiver, RequestReceiver};
+use smtp_proto::{Error as ProtoError, Request};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::app::App;
+
+/// How a session ended.
+pub enum End {
+    Closed,
+    /// The client asked for TLS; the caller upgrades the stream and calls `run` again.
+    StartTls,
+}
+
+/// What survives a STARTTLS upgrade: only the peer. RFC 3207 discards all other state.
+pub struct Peer {
+    pub ip: IpAddr,
+    pub tls: bool,
+    pub tls_available: bool,
+}
+
+#[derive(Default)]
+struct Envelope {
+    helo: Option<String>,
+    from: Option<String>,
+    recipients: Vec<String>,
+}
+
+enum Mode {
+    Commands,
+    Data {
+        receiver: DataReceiver,
+        message: Vec<u8>,
+    },
+    /// The message grew past the limit: read it to its end, then refuse it.
+    Discard(DummyDataReceiver),
+}
+
+pub async fn run<S>(stream: &mut S, app: &App, peer: &Peer) -> std::io::Result<End>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let cfg = &app.config.smtp;
+    let host = cfg.host().to_owned();
+    if !peer.tls {
+        stream.write_all(format!("220 {host} ESMTP edgemail\r\n").as_bytes()).await?;
+    }
+    let mut env = Envelope::default();
+    let mut mode = Mode::Commands;
+    let mut receiver = RequestReceiver::default();
+    let mut errors = 0usize;
+    // After an overlong line, the rest of that line is skipped rather than parsed as commands.
+    let mut skip_line = false;
+    let mut input = vec![0u8; 16 * 1024];
+    let mut out = Vec::with_capacity(1024);
+    loop {
+        let timeout = match mode {
+            Mode::Commands => cfg.command_timeout,
+            _ => cfg.data_timeout,
+        };
+        let n = match tokio::time::timeout(timeout, stream.read(&mut input)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return Ok(End::Closed),
+            Ok(Ok(n)) => n,
+            Err(_) => {
+                let _ = stream.write_all(b"421 4.4.2 timeout, closing connection\r\n").await;
+                return Ok(End::Closed);
+            }
+        };
+        let mut bytes = input[..n].iter();
+        loop {
+            match &mut mode {
+                Mode::Data { receiver: data, message } => {
+                    let done = data.ingest(&mut bytes, message);
+                    let too_big = message.len() > cfg.max_message_size;
+                    if too_big && !done {
+                        // Read the rest without keeping it, then refuse.
+                        mode = Mode::Discard(DummyDataReceiver::new_data(data));
+                        continue;
+                    }
+                    if !done {
+                        break;
+                    }
+                    if too_big {
+                        mode = Mode::Commands;
+                        out.extend_from_slice(b"552 5.3.4 message exceeds the size limit\r\n");
+                        env.from = None;
+                        env.recipients.clear();
+                        continue;
+                    }
+                    let message = std::mem::take(message);
+                    mode = Mode::Commands;
+                    let reply = deliver(app, peer, &env, message).await;
+                    out.extend_from_slice(reply.as_bytes());
+                    env.from = None;
+                    env.recipients.clear();
+                }
+                Mode::Discard(skip) => {
+                    if !skip.ingest(&mut bytes) {
+                        break;
+                    }
+                    mode = Mode::Commands;
+                    out.extend_from_slice(b"552 5.3.4 message exceeds the size limit\r\n");
+                    env.from = None;
+                    env.recipients.clear();
+                }
+                Mode::Commands => {
+                    if skip_line {
+                        let rest = bytes.as_slice();
+                        match rest.iter().position(|b| *b == b'\n') {
+                            Some(at) => {
+                                bytes = rest[at + 1..].iter();
+                                skip_line = false;
+                            }
+                            None => break,
+                        }
+                    }
+                    let request = match receiver.ingest(&mut bytes) {
+                        Ok(request) => request,
+                        Err(ProtoError::NeedsMoreData { .. }) => break,
+                        Err(e) => {
+                            skip_line = matches!(e, ProtoError::ResponseTooLong);
+                            errors += 1;
+                            out.extend_from_slice(syntax_reply(&e).as_bytes());
+                            if errors >= cfg.max_errors {
+                                out.extend_from_slice(
+                                    b"421 4.7.0 too many errors, closing connection\r\n",
+                                );
+                                stream.write_all(&out).await?;
+                                return Ok(End::Closed);
+                            }
+                            continue;
+                        }
+                    };
+                    match command(app, peer, &host, &mut env, request).await {
+                        Step::Reply(reply) => out.extend_from_slice(reply.as_bytes()),
+                        Step::Error(reply) => {
+                            errors += 1;
+                            out.extend_from_slice(reply.as_bytes());
+                            if errors >= cfg.max_errors {
+                                out.extend_from_slice(
+                                    b"421 4.7.0 too many errors, closing connection\r\n",
+                                );
+                                stream.write_all(&out).await?;
+                                return Ok(End::Closed);
+                            }
+                        }
+                        Step::Data => {
+                            out.extend_from_slice(b"354 end data with <CR><LF>.<CR><LF>\r\n");
+                            mode = Mode::Data {
+                                receiver: DataReceiver::new(),
+                                message: Vec::with_capacity(8192),
+                            };
+                        }
+                        Step::StartTls => {
+                            out.extend_from_slice(b"220 2.0.0 ready to start TLS\r\n");
+                            stream.write_all(&out).await?;
+                            // Anything pipelined after STARTTLS is discarded (RFC 3207 section 6).
+                            return Ok(End::StartTls);
+                        }
+                        Step::Quit => {
+                            out.extend_from_slice(
+                                format!("221 2.0.0 {host} closing connection\r\n").as_bytes(),
+                            );
+                            stream.write_all(&out).await?;
+                            return Ok(End::Closed);
+                        }
+                    }
+                }
+            }
+        }
+        if !out.is_empty() {
+            stream.write_all(&out).await?;
+            stream.flush().await?;
+            out.clear();
+        }
+    }
+}
+
+enum Step {
+    Reply(String),
+    Error(String),
+    Data,
+    StartTls,
+    Quit,
+}
+
+fn syntax_reply(e: &ProtoError) -> String {
+    match e {
+        ProtoError::UnknownCommand => "500 5.5.2 command not recognized\r\n".into(),
+        ProtoError::ResponseTooLong => "500 5.5.2 line too long\r\n".into(),
+        ProtoError::InvalidSenderAddress => "501 5.1.7 invalid sender address\r\n".into(),
+        ProtoError::InvalidRecipientAddress => "501 5.1.3 invalid recipient address\r\n".into(),
+        ProtoError::SyntaxError { syntax } => format!("501 5.5.4 syntax: {syntax}\r\n"),
+        ProtoError::InvalidParameter { param } => {
+            format!("501 5.5.4 invalid parameter {param}\r\n")
+        }
+        ProtoError::UnsupportedParameter { param } => {
+            format!(
+                "504 5.5.4 unsupported parameter {}\r\n",
+                param.chars().take(40).collect::<String>()
+            )
+        }
+        _ => "500 5.5.2 syntax error\r\n".into(),
+    }
+}
+
+async fn command(
+    app: &App,
+    peer: &Peer,
+    host: &str,
+    env: &mut Envelope,
+    request: Request<Cow<'_, str>>,
+) -> Step {
+    let cfg = &app.config.smtp;
+    match request {
+        Request::Ehlo { host: client } => {
+            *env = Envelope { helo: Some(client.into_owned()), ..Envelope::default() };
+            let mut reply = format!(
+                "250-{host} greets you\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250-SIZE {}\r\n",
+                cfg.max_message_size
+            );
+            if peer.tls_available && !peer.tls {
+                reply.push_str("250-STARTTLS\r\n");
+            }
+            reply.push_str("250 ENHANCEDSTATUSCODES\r\n");
+            Step::Reply(reply)
+        }
+        Request::Helo { host: client } => {
+            *env = Envelope { helo: Some(client.into_owned()), ..Envelope::default() };
+            Step::Reply(format!("250 {host}\r\n"))
+        }
+        Request::Lhlo { .. } => Step::Error("500 5.5.1 this is SMTP, not LMTP\r\n".into()),
+        Request::Mail { from } => {
+            if env.helo.is_none() {
+                return Step::Error("503 5.5.1 say EHLO first\r\n".into());
+            }
+            if env.from.is_some() {
+                return Step::Error("503 5.5.1 a transaction is already open\r\n".into());
+            }
+            if from.size > cfg.max_message_size {
+                return Step::Reply("552 5.3.4 message exceeds the size limit\r\n".into());
+            }
+            env.from = Some(from.address.into_owned());
+            Step::Reply("250 2.1.0 sender ok\r\n".into())
+        }
+        Request::Rcpt { to } => {
+            if env.from.is_none() {
+                return Step::Error("503 5.5.1 MAIL first\r\n".into());
+            }
+            if env.recipients.len() >= cfg.max_recipients {
+                return Step::Reply("452 4.5.3 too many recipients\r\n".into());
+            }
+            let address = to.address.into_owned();
+            match crate::inbound::check_recipient(app, &address).await {
+                Ok(()) => {
+                    if !env.recipients.iter().any(|r| r.eq_ignore_ascii_case(&address)) {
+                        env.recipients.push(address);
+                    }
+                    Step::Reply("250 2.1.5 recipient ok\r\n".into())
+                }
+                Err(reply) => Step::Reply(reply),
+            }
+        }
+        Request::Data => {
+            if env.from.is_none() {
+                Step::Error("503 5.5.1 MAIL first\r\n".into())
+            } else if env.recipients.is_empty() {
+                Step::Error("554 5.5.1 no valid recipients\r\n".into())
+            } else {
+                Step::Data
+            }
+        }
+        Request::Rset => {
+            env.from = None;
+            env.recipients.clear();
+            Step::Reply("250 2.0.0 reset\r\n".into())
+        }
+        Request::Noop { .. } => Step::Reply("250 2.0.0 ok\r\n".into()),
+        Request::Vrfy { .. } => {
+            Step::Reply("252 2.5.0 cannot verify, but will accept and attempt delivery\r\n".into())
+        }
+        Request::Quit => Step::Quit,
+        Request::StartTls if peer.tls => Step::Error("503 5.5.1 TLS is already active\r\n".into()),
+        Request::StartTls if !peer.tls_available => {
+            Step::Error("502 5.5.1 STARTTLS not available\r\n".into())
+        }
+        Request::StartTls => Step::StartTls,
+        Request::Auth { .. } => {
+            Step::Error("502 5.5.1 AUTH is not offered on this port\r\n".into())
+        }
+        Request::Bdat { .. } => Step::Error("502 5.5.1 CHUNKING is not offered\r\n".into()),
+        _ => Step::Error("502 5.5.2 command not implemented\r\n".into()),
+    }
+}
+
+async fn deliver(app: &App, peer: &Peer, env: &Envelope, message: Vec<u8>) -> String {
+    let envelope = crate::inbound::Envelope {
+        ip: peer.ip,
+        helo: env.helo.clone().unwrap_or_default(),
+        from: env.from.clone().unwrap_or_default(),
+        recipients: env.recipients.clone(),
+        tls: peer.tls,
+    };
+    match crate::inbound::accept(app, envelope, message).await {
+        Ok(id) => format!("250 2.0.0 queued as {id}\r\n"),
+        Err(e) => {
+            tracing::error!(error = %e, "inbound message not stored");
+            "451 4.3.0 temporary failure, try again later\r\n".into()
+        }
+    }
+}

@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_addresses() {
-        let a = parse(" Jane.Doe+news@Example.COM ").expect("valid");
+        let a = parse(" Jane.Doe+news@Example.COM ").expect("valid"); // ok: test
         assert_eq!(a.local, "Jane.Doe+news");
         assert_eq!(a.domain, "example.com");
         assert!(parse("o'brien@sub.example.co.uk").is_ok());

@@ -420,10 +420,10 @@ mod tests {
         std::fs::create_dir_all(&dir).ok();
         let file = dir.join("c.toml");
         std::fs::write(&file, "[http]\nlisten = \"127.0.0.1:1\"\nbody_limit = \"2MiB\"\n")
-            .expect("write");
+            .expect("write"); // ok: test
         let env = vec![("EDGEMAIL_HTTP_LISTEN".to_owned(), "127.0.0.1:2".to_owned())];
         let flags = [("http.listen", "127.0.0.1:3".to_owned())];
-        let c = load(Some(&file), env, &flags).expect("valid");
+        let c = load(Some(&file), env, &flags).expect("valid"); // ok: test
         assert_eq!(c.http.listen.port(), 3);
         assert_eq!(c.http.body_limit, 2 << 20);
         std::fs::remove_dir_all(&dir).ok();
@@ -443,7 +443,7 @@ mod tests {
     #[test]
     fn the_shipped_example_configuration_loads() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/edgemail.toml");
-        let c = load(Some(&path), Vec::new(), &[]).expect("dist/edgemail.toml is valid");
+        let c = load(Some(&path), Vec::new(), &[]).expect("dist/edgemail.toml is valid"); // ok: test
         assert_eq!(c.delivery.retry_initial, Duration::from_secs(300));
         assert_eq!(c.smtp.hostname.as_deref(), Some("mail.example.com"));
     }

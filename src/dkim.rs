@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn generated_keys_produce_records() {
-        let domain = generate("example.com").expect("keys");
+        let domain = generate("example.com").expect("keys"); // ok: test
         let lines = zone_lines(&domain, Some("mx.example.net"));
         assert!(lines.iter().any(|l| l.contains("IN\tMX\t10 mx.example.net.")));
         assert!(lines.iter().any(|l| l.contains("k=rsa; p=MIIB")), "SPKI starts MIIB: {lines:?}");

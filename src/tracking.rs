@@ -184,7 +184,7 @@ mod tests {
         );
         assert_eq!(t.open(Kind::Open, &token), None, "a token is bound to its kind");
         assert_eq!(Tokens::new(b"other").open(Kind::Click, &token), None);
-        let (data, tag) = token.rsplit_once('.').expect("dot");
+        let (data, tag) = token.rsplit_once('.').expect("dot"); // ok: test
         let forged = format!("{}.{tag}", B64.encode("em_1\nhttps://evil.example"));
         assert_eq!(t.open(Kind::Click, &forged), None);
         assert_eq!(t.open(Kind::Click, data), None);
@@ -207,11 +207,11 @@ mod tests {
         assert!(!out.contains("shop.test"), "the target is inside the token: {out}");
         assert!(out.contains("<A HREF='mailto:x@y.z'>"));
         assert!(out.contains("<a href=#top>"));
-        let body_end = out.find("</body>").expect("body");
-        let pixel = out.find("/t/o/").expect("pixel");
+        let body_end = out.find("</body>").expect("body"); // ok: test
+        let pixel = out.find("/t/o/").expect("pixel"); // ok: test
         assert!(pixel < body_end);
-        let click = out.split("/t/c/").nth(1).and_then(|s| s.split('"').next()).expect("token");
-        let fields = t.open(Kind::Click, &click.replace("&amp;", "&")).expect("genuine");
+        let click = out.split("/t/c/").nth(1).and_then(|s| s.split('"').next()).expect("token"); // ok: test
+        let fields = t.open(Kind::Click, &click.replace("&amp;", "&")).expect("genuine"); // ok: test
         assert_eq!(fields[1], "https://shop.test/p?x=1&y=2");
     }
 }

@@ -139,7 +139,7 @@ mod tests {
             route(Method::POST, "/v1/things"),
             route(Method::DELETE, "/v1/things/{id}"),
         ])
-        .expect("valid routes")
+        .expect("valid routes") // ok: test
     }
 
     #[test]

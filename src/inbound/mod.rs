@@ -98,10 +98,7 @@ pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<Strin
     full.extend_from_slice(received.as_bytes());
     full.extend_from_slice(results.as_bytes());
     full.extend_from_slice(&raw);
-    let message = MessageParser::default()
-        .parse(&full)
-        .ok_or_else(|| Error::invalid("unparseable message", ""))?;
-
+    let seen = inspect(&full, now).ok_or_else(|| Error::invalid("unparseable message", ""))?;
     let mut mailboxes = Vec::new();
     let mut bounce_ids = Vec::new();
     let mut to_system = false;
@@ -117,24 +114,23 @@ pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<Strin
             )),
         }
     }
-    let failures = report::dsn_failures(&message);
-    let complaint = report::complaint(&message);
-    let referenced = report::referenced_message_ids(&message);
-    let unsubscribe_token = to_system.then(|| unsubscribe_token(&message)).flatten();
-    let parents: Vec<String> = references(&message);
-    let copies: Vec<Email> = {
-        let template = parse_email(&message, full.len() as u64, now);
-        mailboxes
-            .iter()
-            .enumerate()
-            .map(|(i, mailbox)| {
-                let mut copy = template.clone();
-                copy.summary.id = if i == 0 { id.clone() } else { new_id("em") };
-                copy.summary.mailbox = mailbox.clone();
-                copy
-            })
-            .collect()
-    };
+    let Inspected { email: template, failures, complaint, referenced, unsubscribe_token, parents } =
+        seen;
+    let unsubscribe_token = unsubscribe_token.filter(|_| to_system);
+    if to_system && mailboxes.is_empty() && complaint.is_none() && unsubscribe_token.is_none() {
+        tracing::info!(from = %envelope.from, subject = %template.summary.subject,
+            "mail to a system address (postmaster/abuse/unsubscribe) without a report; not stored");
+    }
+    let copies: Vec<Email> = mailboxes
+        .iter()
+        .enumerate()
+        .map(|(i, mailbox)| {
+            let mut copy = template.clone();
+            copy.summary.id = if i == 0 { id.clone() } else { new_id("em") };
+            copy.summary.mailbox = mailbox.clone();
+            copy
+        })
+        .collect();
     let tokens_ok =
         unsubscribe_token.and_then(|t| app.tokens.open(crate::tracking::Kind::Unsubscribe, &t));
     app.store
@@ -180,6 +176,35 @@ pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<Strin
         })
         .await?;
     Ok(id)
+}
+
+/// What a received message says, read without side effects (and fuzzed as such).
+pub struct Inspected {
+    /// The stored form; the mailbox and id are filled in per copy.
+    pub email: Email,
+    /// Permanent failures, when the message is a DSN.
+    pub failures: Vec<report::Failure>,
+    /// The complained-about recipient, when it is an ARF report.
+    pub complaint: Option<String>,
+    /// Message-IDs a report refers to.
+    pub referenced: Vec<String>,
+    /// The token of a mailto: unsubscribe.
+    pub unsubscribe_token: Option<String>,
+    /// Message-IDs the message answers (In-Reply-To, then References, newest first).
+    pub parents: Vec<String>,
+}
+
+/// Parses a received message (already carrying our trace headers) into what we act on.
+pub fn inspect(raw: &[u8], now: u64) -> Option<Inspected> {
+    let message = MessageParser::default().parse(raw)?;
+    Some(Inspected {
+        email: parse_email(&message, raw.len() as u64, now),
+        failures: report::dsn_failures(&message),
+        complaint: report::complaint(&message),
+        referenced: report::referenced_message_ids(&message),
+        unsubscribe_token: unsubscribe_token(&message),
+        parents: references(&message),
+    })
 }
 
 /// SPF, DKIM and DMARC of the message as an Authentication-Results header. A DNS failure makes a

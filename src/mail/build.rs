@@ -77,8 +77,8 @@ mod tests {
                 "mailto:unsubscribe@demo.test".into(),
             )),
         })
-        .expect("build");
-        let text = String::from_utf8(raw).expect("utf-8");
+        .expect("build"); // ok: test
+        let text = String::from_utf8(raw).expect("utf-8"); // ok: test
         for needle in [
             "From: \"Sales Team\" <sales@demo.test>",
             "To: <jane@example.com>, <joe@example.org>",

@@ -53,10 +53,8 @@ where
     }
     let mut env = Envelope::default();
     let mut mode = Mode::Commands;
-    let mut receiver = RequestReceiver::default();
+    let mut reader = CommandReader::default();
     let mut errors = 0usize;
-    // After an overlong line, the rest of that line is skipped rather than parsed as commands.
-    let mut skip_line = false;
     let mut input = vec![0u8; 16 * 1024];
     let mut out = Vec::with_capacity(1024);
     loop {
@@ -110,21 +108,10 @@ where
                     env.recipients.clear();
                 }
                 Mode::Commands => {
-                    if skip_line {
-                        let rest = bytes.as_slice();
-                        match rest.iter().position(|b| *b == b'\n') {
-                            Some(at) => {
-                                bytes = rest[at + 1..].iter();
-                                skip_line = false;
-                            }
-                            None => break,
-                        }
-                    }
-                    let request = match receiver.ingest(&mut bytes) {
-                        Ok(request) => request,
-                        Err(ProtoError::NeedsMoreData { .. }) => break,
-                        Err(e) => {
-                            skip_line = matches!(e, ProtoError::ResponseTooLong);
+                    let request = match reader.next(&mut bytes) {
+                        None => break,
+                        Some(Ok(request)) => request,
+                        Some(Err(e)) => {
                             errors += 1;
                             out.extend_from_slice(syntax_reply(&e).as_bytes());
                             if errors >= cfg.max_errors {
@@ -180,6 +167,62 @@ where
             out.clear();
         }
     }
+}
+
+/// Commands out of a byte stream: smtp-proto's parser, plus skipping the remainder of a line
+/// that was too long (it must not be read as commands of its own).
+#[derive(Default)]
+pub struct CommandReader {
+    receiver: RequestReceiver,
+    skip_line: bool,
+}
+
+impl CommandReader {
+    /// The next command or syntax error in `bytes`; `None` when more input is needed.
+    pub fn next<'this, 'bytes, 'out>(
+        &'this mut self,
+        bytes: &mut std::slice::Iter<'bytes, u8>,
+    ) -> Option<Result<Request<Cow<'out, str>>, ProtoError>>
+    where
+        'this: 'out,
+        'bytes: 'out,
+    {
+        if self.skip_line {
+            let rest = bytes.as_slice();
+            let at = rest.iter().position(|b| *b == b'\n')?;
+            *bytes = rest[at + 1..].iter();
+            self.skip_line = false;
+        }
+        match self.receiver.ingest(bytes) {
+            Err(ProtoError::NeedsMoreData { .. }) => None,
+            Err(e) => {
+                self.skip_line = matches!(e, ProtoError::ResponseTooLong);
+                Some(Err(e))
+            }
+            Ok(request) => Some(Ok(request)),
+        }
+    }
+}
+
+/// Feeds `data` to a command reader in pieces of `chunk` bytes, as a network would deliver it,
+/// and returns the reply each syntax error gets (the fuzz target checks this never panics).
+pub fn replies_to(data: &[u8], chunk: usize) -> Vec<String> {
+    let mut reader = CommandReader::default();
+    let mut out = Vec::new();
+    for piece in data.chunks(chunk.max(1)) {
+        let mut bytes = piece.iter();
+        loop {
+            match reader.next(&mut bytes) {
+                None => break,
+                Some(Ok(request)) => out.push(request.name().to_owned()),
+                Some(Err(e)) => out.push(syntax_reply(&e)),
+            }
+            if bytes.as_slice().is_empty() {
+                break;
+            }
+        }
+    }
+    out
 }
 
 enum Step {
@@ -313,5 +356,32 @@ async fn deliver(app: &App, peer: &Peer, env: &Envelope, message: Vec<u8>) -> St
             tracing::error!(error = %e, "inbound message not stored");
             "451 4.3.0 temporary failure, try again later\r\n".into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replies_to;
+
+    #[test]
+    fn commands_split_anywhere_parse_the_same() {
+        let input = b"EHLO a.example\r\nMAIL FROM:<x@y.example>\r\nRCPT TO:<z@w.example>\r\nDATA\r\nQUIT\r\n";
+        let whole = replies_to(input, input.len());
+        assert_eq!(whole, ["EHLO", "MAIL", "RCPT", "DATA", "QUIT"]);
+        for chunk in [1, 2, 3, 7, 13] {
+            assert_eq!(replies_to(input, chunk), whole, "chunk size {chunk}");
+        }
+    }
+
+    #[test]
+    fn the_rest_of_an_overlong_line_is_not_read_as_commands() {
+        let mut input = b"NOOP\r\n".to_vec();
+        input.extend(std::iter::repeat_n(b'a', 9000));
+        input.extend_from_slice(b" QUIT\r\nNOOP\r\n");
+        let replies = replies_to(&input, 1024);
+        assert_eq!(replies.len(), 3, "{replies:?}");
+        assert_eq!(replies[0], "NOOP");
+        assert!(replies[1].starts_with("500 5.5.2 line too long"));
+        assert_eq!(replies[2], "NOOP");
     }
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Inbound SMTP benchmark: 10 KB messages over 16 connections into one hosted mailbox, each one
+# authenticated (SPF/DKIM/DMARC against a local dnsmasq) and committed before its 250.
+#   bash benches/inbound.sh          (MESSAGES=20000 SESSIONS=16 SIZE=10240 to change)
+# Load from postfix's smtp-source (taken from the Debian package with `apt-get download`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MESSAGES=${MESSAGES:-20000}
+SESSIONS=${SESSIONS:-16}
+SIZE=${SIZE:-10240}
+command -v dnsmasq >/dev/null || apt-get install -y dnsmasq-base >/dev/null
+SOURCE=/tmp/postfix-bench/usr/sbin/smtp-source
+if [ ! -x "$SOURCE" ]; then
+  (cd /tmp && apt-get download postfix >/dev/null && dpkg -x postfix_*.deb /tmp/postfix-bench)
+fi
+export LD_LIBRARY_PATH=/tmp/postfix-bench/usr/lib/postfix
+cargo build --release --quiet
+BIN=target/release/edgemail
+DATA=$(mktemp -d /tmp/edgemail-inbound.XXXXXX)
+PIDS=""
+cleanup() { kill $PIDS 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DATA"; }
+trap cleanup EXIT
+DNS_PORT=5398
+dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0.0.1 --bind-interfaces \
+  --no-resolv --no-hosts --txt-record=sender.test,"v=spf1 ip4:127.0.0.1 -all" \
+  --txt-record=_dmarc.sender.test,"v=DMARC1; p=none" --log-facility=/dev/null 2>/dev/null &
+PIDS="$PIDS $!"
+$BIN domain add bench.example --data "$DATA" >/dev/null
+KEY=$($BIN key create --name bench --domain bench.example --data "$DATA" | tail -n 1)
+EDGEMAIL_LOG_LEVEL=warn $BIN serve --data "$DATA" --http 127.0.0.1:0 --smtp 127.0.0.1:0 \
+  --nameserver 127.0.0.1:$DNS_PORT 2>"$DATA/server.log" &
+PIDS="$PIDS $!"
+for _ in $(seq 100); do grep -q '^ready$' "$DATA/server.log" && break; sleep 0.1; done
+HTTP=$(sed -n 's/^listening http=\([^ ]*\).*/\1/p' "$DATA/server.log")
+SMTP=$(sed -n 's/.* smtp=\([^ ]*\).*/\1/p' "$DATA/server.log")
+curl -sf -o /dev/null -X POST "http://$HTTP/v1/mailboxes" -H "Authorization: Bearer $KEY" \
+  -H 'Content-Type: application/json' -d '{"address":"inbox"}'
+echo "== $MESSAGES messages of $SIZE bytes over $SESSIONS connections to $SMTP"
+START=$(date +%s%3N)
+# -s sessions in parallel, -m messages in all, -l message size; one recipient each.
+"$SOURCE" -s "$SESSIONS" -m "$MESSAGES" -l "$SIZE" -f bench@sender.test -t inbox@bench.example "$SMTP"
+END=$(date +%s%3N)
+ELAPSED=$(( END - START ))
+echo "accepted $MESSAGES messages in ${ELAPSED} ms: $(( MESSAGES * 1000 / ELAPSED )) messages/s"
+COUNT=$(curl -sf "http://$HTTP/v1/emails?mailbox=inbox&limit=1" -H "Authorization: Bearer $KEY" | grep -c '"id"' || true)
+echo "inbox non-empty: $COUNT; server warnings: $(grep -c -v -E '^(listening|ready)' "$DATA/server.log" || true)"

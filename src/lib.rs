@@ -19,6 +19,7 @@
 //! - `tools`    address checks shared with the public tools (disposable domains)
 //! - `address`  address, local part and domain syntax
 //! - `demo`     demo data for a first run
+//! - `listener` accepting connections with a cap, for HTTP and SMTP alike
 //! - `logging`  tracing to stderr without blocking requests
 //! - `ids`      time-ordered ids, secrets, the clock
 //! - `error`    the crate's one error type
@@ -38,6 +39,7 @@ pub mod error;
 pub mod http;
 pub mod ids;
 pub mod inbound;
+pub mod listener;
 pub mod logging;
 pub mod mail;
 pub mod queue;

@@ -34,27 +34,9 @@ pub async fn serve(listener: TcpListener, app: App, mut shutdown: Shutdown) {
         .max_buf_size(64 * 1024);
     let limit = Arc::new(Semaphore::new(cfg.max_connections));
     let graceful = GracefulShutdown::new();
-    loop {
-        let permit = tokio::select! {
-            permit = limit.clone().acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = shutdown.wait() => break,
-        };
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Out of descriptors and similar: pause instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.wait() => break,
-        };
-        let _ = stream.set_nodelay(true);
+    while let Some(crate::listener::Accepted { stream, peer, permit }) =
+        crate::listener::next(&listener, &limit, &mut shutdown).await
+    {
         let app = app.clone();
         let service = service_fn(move |req| handle(app.clone(), peer, req));
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));

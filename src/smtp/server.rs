@@ -53,23 +53,9 @@ pub async fn serve(
 ) {
     let limit = Arc::new(Semaphore::new(app.config.smtp.max_connections));
     let per_ip = Arc::new(PerIp::default());
-    loop {
-        let permit = tokio::select! {
-            permit = limit.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
-            _ = shutdown.wait() => break,
-        };
-        let (mut stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    tracing::warn!(error = %e, "smtp accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.wait() => break,
-        };
-        let _ = stream.set_nodelay(true);
+    while let Some(crate::listener::Accepted { mut stream, peer, permit }) =
+        crate::listener::next(&listener, &limit, &mut shutdown).await
+    {
         let (app, tls, per_ip) = (app.clone(), tls.clone(), per_ip.clone());
         tokio::spawn(async move {
             let ip = peer.ip();

@@ -69,6 +69,33 @@ pub struct Dns {
 }
 
 impl Dns {
+    /// A resolver that asks only this server: no cache, one attempt, a 500 ms timeout.
+    pub fn resolver(&self, edns: bool) -> hickory_resolver::TokioResolver {
+        use hickory_resolver::config::{
+            ConnectionConfig, NameServerConfig, ResolverConfig, ResolverOpts,
+        };
+        use hickory_resolver::net::runtime::TokioRuntimeProvider;
+        let port = self.addr().port();
+        let mut udp = ConnectionConfig::udp();
+        udp.port = port;
+        let mut tcp = ConnectionConfig::tcp();
+        tcp.port = port;
+        let server = NameServerConfig::new(self.addr().ip(), true, vec![udp, tcp]);
+        let config = ResolverConfig::from_name_servers(vec![server]);
+        let mut options = ResolverOpts::default();
+        options.timeout = Duration::from_millis(500);
+        options.attempts = 1;
+        options.cache_size = 0;
+        options.edns0 = edns;
+        hickory_resolver::TokioResolver::builder_with_config(
+            config,
+            TokioRuntimeProvider::default(),
+        )
+        .with_options(options)
+        .build()
+        .expect("build resolver")
+    }
+
     /// Binds UDP and TCP on one free port of 127.0.0.1 and starts serving an empty table.
     pub fn start() -> Dns {
         let (udp, tcp) = bind_same_port();
@@ -341,12 +368,8 @@ mod tests {
     use std::time::Instant;
 
     use hickory_resolver::TokioResolver;
-    use hickory_resolver::config::{
-        ConnectionConfig, NameServerConfig, ResolverConfig, ResolverOpts,
-    };
     use hickory_resolver::lookup::Lookup;
     use hickory_resolver::net::NetError;
-    use hickory_resolver::net::runtime::TokioRuntimeProvider;
     use hickory_resolver::proto::op::Query;
     use mail_auth::spf::verify::SpfParameters;
     use mail_auth::{MessageAuthenticator, SpfResult};
@@ -357,22 +380,7 @@ mod tests {
     }
 
     fn resolver_with(dns: &Dns, edns: bool) -> TokioResolver {
-        let port = dns.addr().port();
-        let mut udp = ConnectionConfig::udp();
-        udp.port = port;
-        let mut tcp = ConnectionConfig::tcp();
-        tcp.port = port;
-        let server = NameServerConfig::new(dns.addr().ip(), true, vec![udp, tcp]);
-        let config = ResolverConfig::from_name_servers(vec![server]);
-        let mut options = ResolverOpts::default();
-        options.timeout = Duration::from_millis(500);
-        options.attempts = 1;
-        options.cache_size = 0;
-        options.edns0 = edns;
-        TokioResolver::builder_with_config(config, TokioRuntimeProvider::default())
-            .with_options(options)
-            .build()
-            .expect("build resolver")
+        dns.resolver(edns)
     }
 
     fn resolver(dns: &Dns) -> TokioResolver {

@@ -159,31 +159,12 @@ pub fn html_part(raw: &[u8]) -> String {
 
 /// Verifies every DKIM signature of `raw` against the test DNS; returns (algorithm tag, passed).
 pub fn verify_dkim(dns: &Dns, raw: &[u8]) -> Vec<(String, String)> {
-    use hickory_resolver::TokioResolver;
-    use hickory_resolver::config::{
-        ConnectionConfig, NameServerConfig, ResolverConfig, ResolverOpts,
-    };
-    use hickory_resolver::net::runtime::TokioRuntimeProvider;
     use mail_auth::common::verify::VerifySignature;
     use mail_auth::{AuthenticatedMessage, MessageAuthenticator};
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
-        let port = dns.addr().port();
-        let mut udp = ConnectionConfig::udp();
-        udp.port = port;
-        let mut tcp = ConnectionConfig::tcp();
-        tcp.port = port;
-        let server = NameServerConfig::new(dns.addr().ip(), true, vec![udp, tcp]);
-        let mut options = ResolverOpts::default();
-        options.timeout = Duration::from_secs(2);
-        let resolver = TokioResolver::builder_with_config(
-            ResolverConfig::from_name_servers(vec![server]),
-            TokioRuntimeProvider::default(),
-        )
-        .with_options(options)
-        .build()
-        .expect("resolver");
+        let resolver = dns.resolver(true);
         let auth = MessageAuthenticator(resolver);
         let message = AuthenticatedMessage::parse(raw).expect("parsable message");
         let outputs = auth.verify_dkim(&message).await;

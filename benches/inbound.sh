@@ -2,6 +2,9 @@
 # Inbound SMTP benchmark: 10 KB messages over 16 connections into one hosted mailbox, each one
 # authenticated (SPF/DKIM/DMARC against a local dnsmasq) and committed before its 250.
 #   bash benches/inbound.sh          (MESSAGES=20000 SESSIONS=16 SIZE=10240 to change)
+#   POSTFIX=1 bash benches/inbound.sh   also measures Debian's postfix under the same load: it
+#     INSTALLS postfix and REWRITES this machine's postfix configuration (bench.example delivered
+#     to the local user `inbox`), so only use it on a throwaway machine.
 # Load from postfix's smtp-source (taken from the Debian package with `apt-get download`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,3 +47,26 @@ ELAPSED=$(( END - START ))
 echo "accepted $MESSAGES messages in ${ELAPSED} ms: $(( MESSAGES * 1000 / ELAPSED )) messages/s"
 COUNT=$(curl -sf "http://$HTTP/v1/emails?mailbox=inbox&limit=1" -H "Authorization: Bearer $KEY" | grep -c '"id"' || true)
 echo "inbox non-empty: $COUNT; server warnings: $(grep -c -v -E '^(listening|ready)' "$DATA/server.log" || true)"
+
+if [ "${POSTFIX:-0}" = 1 ]; then
+  if ! command -v postfix >/dev/null; then
+    echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+    DEBIAN_FRONTEND=noninteractive apt-get install -y postfix >/dev/null
+  fi
+  [ -f /etc/postfix/main.cf ] || cp /usr/share/postfix/main.cf.debian /etc/postfix/main.cf
+  id inbox >/dev/null 2>&1 || useradd -m inbox
+  postconf -e 'myhostname=mx.bench.local' 'mydestination=bench.example, localhost' \
+    'inet_interfaces=loopback-only' 'inet_protocols=ipv4' 'mynetworks=127.0.0.0/8' \
+    'smtpd_recipient_restrictions=permit_mynetworks,reject_unauth_destination' 'alias_maps=' \
+    'alias_database=' 'maillog_file=/var/log/postfix.log' 'compatibility_level=3.6' \
+    'default_process_limit=100'
+  postfix status >/dev/null 2>&1 && postfix reload >/dev/null 2>&1 || postfix start >/dev/null 2>&1
+  sleep 1
+  echo
+  echo "== postfix $(postconf -h mail_version): the same load to 127.0.0.1:25 (queued durably before 250; no SPF/DKIM/DMARC checks)"
+  START=$(date +%s%3N)
+  "$SOURCE" -s "$SESSIONS" -m "$MESSAGES" -l "$SIZE" -f bench@sender.test -t inbox@bench.example 127.0.0.1:25
+  END=$(date +%s%3N)
+  ELAPSED=$(( END - START ))
+  echo "postfix accepted $MESSAGES messages in ${ELAPSED} ms: $(( MESSAGES * 1000 / ELAPSED )) messages/s"
+fi

@@ -1,6 +1,7 @@
 //! The REST API: one module per resource, and the single route table the router and the OpenAPI
 //! test both read.
 
+pub mod analytics;
 pub mod contacts;
 pub mod emails;
 pub mod input;
@@ -17,7 +18,7 @@ use crate::http::{Access, Route};
 
 /// Every route the server answers. `schema/openapi.yaml` documents each of them (a test checks).
 pub fn routes() -> Vec<Route> {
-    use Access::{Domain, Link, Public};
+    use Access::{Analytics, Domain, Link, Public};
     let r = |method, path, access, handler| Route { method, path, access, handler };
     vec![
         r(Method::GET, "/healthz", Public, handler!(meta::health)),
@@ -37,6 +38,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::POST, "/v1/contacts", Domain, handler!(contacts::upsert)),
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
+        r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
         r(Method::GET, "/t/c/{token}", Link, handler!(tracking::click)),
         r(Method::GET, "/t/u/{token}", Link, handler!(tracking::unsubscribe_page)),

@@ -385,6 +385,47 @@ impl Rtx {
         found.map(|v| decode(v.value())).transpose()
     }
 
+    /// A page of the domain's suppressions in `(unsubscribedAt, address)` order, starting after
+    /// the time `after`: `(total, items, has_more)`. A page never ends inside a group of items
+    /// that share one time, so the `after` cursor skips nothing (the page may then hold more
+    /// than `limit` items).
+    pub fn suppressions_page(
+        &self,
+        domain: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<(u64, Vec<Suppression>, bool)> {
+        let index = self.tx.open_table(SUPPRESSIONS_BY_TIME)?;
+        let entries = self.tx.open_table(SUPPRESSIONS)?;
+        let mut total = 0u64;
+        let mut keys: Vec<(u64, String)> = Vec::new();
+        let mut has_more = false;
+        for entry in index.range((domain, 0u64, "")..)? {
+            let (key, _) = entry?;
+            let (d, at, email) = key.value();
+            if d != domain {
+                break;
+            }
+            total += 1;
+            if after.is_some_and(|cursor| at <= cursor) {
+                continue;
+            }
+            let group_open = keys.last().is_some_and(|(last, _)| *last == at);
+            if keys.len() < limit || group_open {
+                keys.push((at, email.to_owned()));
+            } else {
+                has_more = true;
+            }
+        }
+        let mut items = Vec::with_capacity(keys.len());
+        for (_, email) in keys {
+            if let Some(v) = entries.get((domain, email.as_str()))? {
+                items.push(decode(v.value())?);
+            }
+        }
+        Ok((total, items, has_more))
+    }
+
     pub fn tracking(&self, id: &str) -> Result<Option<Tracking>> {
         let table = self.tx.open_table(TRACKING)?;
         let found = table.get(id)?;

@@ -76,6 +76,14 @@ impl Seed {
         self.store.write_blocking(move |w| w.create_mailbox(&d, &l, None)).expect("mailbox");
     }
 
+    /// Suppresses `email` for `domain` at time `at` (Unix ms).
+    pub fn suppression(&self, domain: &str, email: &str, reason: &str, at: u64) {
+        let (d, e, r) = (domain.to_owned(), email.to_owned(), reason.to_owned());
+        self.store
+            .write_blocking(move |w| w.suppress(&d, &e, &r, "seeded by a test", at))
+            .expect("suppress");
+    }
+
     pub fn email(&self, email: Email) {
         self.store.write_blocking(move |w| w.insert_email(&email)).expect("insert email");
     }

@@ -7,6 +7,7 @@ mod harness;
 mod schema;
 mod smtp_sink;
 
+mod analytics;
 mod api_description;
 mod auth;
 mod cli;

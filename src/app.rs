@@ -21,6 +21,7 @@ pub struct AppState {
     pub queue: crate::queue::Queue,
     pub tokens: crate::tracking::Tokens,
     pub signers: crate::mail::sign::Signers,
+    pub tool_limits: crate::ratelimit::ToolLimits,
     /// Where error objects point for reference.
     pub documentation_url: String,
     /// The OpenAPI document as JSON, converted from `schema/openapi.yaml` at build time.
@@ -46,6 +47,8 @@ impl AppState {
         )?);
         let tokens = crate::tracking::Tokens::new(&store.read_blocking(|r| r.secret("tracking"))?);
         let queue = crate::queue::Queue::new(&config);
+        let (config_tools, config_proxies) =
+            (config.tools.clone(), config.http.trusted_proxies.clone());
         Ok(Arc::new(AppState {
             config,
             store,
@@ -55,6 +58,11 @@ impl AppState {
             queue,
             tokens,
             signers: crate::mail::sign::Signers::default(),
+            tool_limits: crate::ratelimit::ToolLimits::new(
+                config_tools.rate_per_minute,
+                config_tools.burst,
+                config_proxies,
+            ),
             documentation_url,
             openapi_json: Bytes::from_static(OPENAPI_JSON.as_bytes()),
         }))
@@ -96,6 +104,16 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     let admin =
         tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
     let queue = tokio::spawn(crate::queue::run(app.clone(), shutdown.clone()));
+    let tidy = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                every.tick().await;
+                app.tool_limits.tidy();
+            }
+        })
+    };
     let tls = {
         let state = app.clone();
         tokio::task::spawn_blocking(move || {
@@ -116,6 +134,7 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     let _ = smtp.await;
     // Attempts in flight commit their outcomes before the store closes.
     let _ = queue.await;
+    tidy.abort();
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);
     }

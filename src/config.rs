@@ -12,7 +12,15 @@ pub struct Config {
     pub http: Http,
     pub smtp: Smtp,
     pub delivery: Delivery,
+    pub tools: Tools,
     pub log: Log,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tools {
+    /// Sustained calls per minute per client IP, and the burst allowed on top.
+    pub rate_per_minute: u32,
+    pub burst: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -48,6 +56,8 @@ pub struct Http {
     pub keep_alive: bool,
     pub max_connections: usize,
     pub shutdown_grace: Duration,
+    /// Peers whose `X-Forwarded-For` names the real client (a reverse proxy in front of us).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +105,7 @@ impl Default for Config {
                 keep_alive: true,
                 max_connections: 10_000,
                 shutdown_grace: Duration::from_secs(10),
+                trusted_proxies: Vec::new(),
             },
             smtp: Smtp {
                 listen: SocketAddr::from(([127, 0, 0, 1], 2525)),
@@ -124,6 +135,7 @@ impl Default for Config {
                 command_timeout: Duration::from_secs(120),
                 dns_timeout: Duration::from_secs(5),
             },
+            tools: Tools { rate_per_minute: 30, burst: 10 },
             log: Log { level: "info".into() },
         }
     }
@@ -283,6 +295,24 @@ const KEYS: &[(&str, Setter)] = &[
     }),
     ("delivery.dns_timeout", |c, v| {
         c.delivery.dns_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("http.trusted_proxies", |c, v| {
+        c.http.trusted_proxies = v
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().map_err(|_| format!("{s:?} is not an IP address")))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }),
+    ("tools.rate_per_minute", |c, v| {
+        c.tools.rate_per_minute =
+            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        Ok(())
+    }),
+    ("tools.burst", |c, v| {
+        c.tools.burst = v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
         Ok(())
     }),
     ("log.level", |c, v| {

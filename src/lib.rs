@@ -14,6 +14,7 @@
 //! - `queue`    the durable delivery queue: scheduler, SMTP client and pool, retry policy
 //! - `mail`     building outgoing MIME, text from HTML, DKIM signing
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
+//! - `ratelimit` per-IP token buckets for the public tools
 //! - `tracking` signed tokens and link rewriting for opens, clicks and unsubscribes
 //! - `dns`      hickory resolver: MX verdicts and delivery destinations
 //! - `tools`    address checks shared with the public tools (disposable domains)
@@ -43,6 +44,7 @@ pub mod listener;
 pub mod logging;
 pub mod mail;
 pub mod queue;
+pub mod ratelimit;
 pub mod screening;
 pub mod shutdown;
 pub mod smtp;

@@ -9,6 +9,7 @@ pub mod mailboxes;
 pub mod meta;
 pub mod send;
 pub mod sender_groups;
+pub mod tools;
 pub mod tracking;
 
 use hyper::Method;
@@ -18,7 +19,7 @@ use crate::http::{Access, Route};
 
 /// Every route the server answers. `schema/openapi.yaml` documents each of them (a test checks).
 pub fn routes() -> Vec<Route> {
-    use Access::{Analytics, Domain, Link, Public};
+    use Access::{Analytics, Domain, Link, Public, Tool};
     let r = |method, path, access, handler| Route { method, path, access, handler };
     vec![
         r(Method::GET, "/healthz", Public, handler!(meta::health)),
@@ -39,6 +40,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
+        r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
         r(Method::GET, "/t/c/{token}", Link, handler!(tracking::click)),
         r(Method::GET, "/t/u/{token}", Link, handler!(tracking::unsubscribe_page)),
@@ -54,4 +56,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = sender_groups::parse_update(data, "example.com");
     let _ = contacts::parse_upsert(data);
     let _ = send::parse(data, "example.com", 0);
+    let _ = tools::parse_subject_lines(data);
 }

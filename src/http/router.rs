@@ -23,6 +23,8 @@ pub enum Access {
     Analytics,
     /// No key, any body type: links followed from messages (tracking, unsubscribe forms).
     Link,
+    /// No key, rate limited per client IP: the public tools.
+    Tool,
 }
 
 pub struct Route {

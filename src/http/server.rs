@@ -87,8 +87,12 @@ async fn dispatch(
 ) -> Result<super::reply::Reply> {
     let matched = app.router.find(req.method(), req.uri().path())?;
     let access = matched.route.access;
+    if access == Access::Tool {
+        let ip = app.tool_limits.client(peer, req.headers());
+        app.tool_limits.check(ip)?;
+    }
     let principal = match access {
-        Access::Public | Access::Link => None,
+        Access::Public | Access::Link | Access::Tool => None,
         access => {
             let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
             let principal = app.keys.authenticate(header)?;

@@ -20,3 +20,4 @@ mod mail_world;
 mod mailboxes;
 mod send;
 mod sender_groups;
+mod tools;

@@ -69,7 +69,8 @@ pub async fn screen(
             remaining.push((address, domain));
         }
     }
-    let verdicts = mail_verdicts(dns, remaining.iter().map(|(_, d)| d.as_str())).await;
+    let verdicts =
+        mail_verdicts(dns, remaining.iter().map(|(_, d)| d.as_str()), DNS_DEADLINE).await;
     for (address, domain) in remaining {
         match verdicts.get(&domain) {
             Some(MailVerdict::Refuses(why)) => out.blocked.push(Blocked {
@@ -83,10 +84,12 @@ pub async fn screen(
     Ok(out)
 }
 
-/// One DNS verdict per distinct domain, looked up concurrently under one deadline.
-async fn mail_verdicts<'a>(
+/// One DNS verdict per distinct domain, looked up concurrently under one deadline; a domain
+/// without an answer by then is missing from the map (unknown).
+pub async fn mail_verdicts<'a>(
     dns: &Arc<Dns>,
     domains: impl Iterator<Item = &'a str>,
+    deadline: Duration,
 ) -> HashMap<String, MailVerdict> {
     let mut set = tokio::task::JoinSet::new();
     let mut seen = std::collections::HashSet::new();
@@ -108,6 +111,6 @@ async fn mail_verdicts<'a>(
         }
     };
     // Past the deadline the missing domains count as unknown, which never refuses.
-    let _ = tokio::time::timeout(DNS_DEADLINE, collect).await;
+    let _ = tokio::time::timeout(deadline, collect).await;
     verdicts
 }

@@ -41,6 +41,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
+        r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
         r(Method::GET, "/t/c/{token}", Link, handler!(tracking::click)),
         r(Method::GET, "/t/u/{token}", Link, handler!(tracking::unsubscribe_page)),
@@ -57,4 +58,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = contacts::parse_upsert(data);
     let _ = send::parse(data, "example.com", 0);
     let _ = tools::parse_subject_lines(data);
+    let _ = tools::parse_validate(data);
 }

@@ -61,3 +61,68 @@ fn past_the_quota_a_client_gets_429_with_retry_after_and_others_do_not() {
     // Other routes are not limited.
     c.get("/healthz").expect(200);
 }
+
+#[test]
+fn validate_emails_classifies_each_address_within_the_deadline_even_with_slow_dns() {
+    use crate::mail_world::MailWorld;
+    let w = MailWorld::start();
+    w.dns.add_mx("gmail.com", 10, "mx.example.org");
+    w.dns.add_mx("mailinator.com", 10, "mx.example.org");
+    w.dns.set_timeout("slow.example");
+    let emails = json!([
+        "ada@example.org",
+        "not an address",
+        "x@nowhere.example",
+        "x@mailinator.com",
+        "info@example.org",
+        "jane@gmail.com",
+        "y@slow.example",
+        "z@nullmx.example.com"
+    ]);
+    let started = std::time::Instant::now();
+    let answer = w
+        .server
+        .client(None)
+        .post("/api/tools/validate-emails", json!({"emails": emails}))
+        .expect(200)
+        .json();
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
+    let status: Vec<(String, String)> = answer["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                r["email"].as_str().unwrap_or("").to_owned(),
+                r["status"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let expect = [
+        ("ada@example.org", "valid"),
+        ("not an address", "invalid"),
+        ("x@nowhere.example", "invalid"),
+        ("x@mailinator.com", "risky"),
+        ("info@example.org", "risky"),
+        ("jane@gmail.com", "valid"),
+        ("y@slow.example", "risky"),
+        ("z@nullmx.example.com", "invalid"),
+    ];
+    let expect: Vec<(String, String)> =
+        expect.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    assert_eq!(status, expect);
+    let results = &answer["results"];
+    assert_eq!(results[4]["checks"]["roleAccount"], true);
+    assert_eq!(results[5]["checks"]["freeProvider"], true);
+    assert_eq!(results[6]["checks"]["mx"], serde_json::Value::Null);
+    assert_eq!(answer["summary"], json!({"total": 8, "valid": 2, "risky": 3, "invalid": 3}));
+    let many: Vec<String> = (0..101).map(|i| format!("u{i}@example.org")).collect();
+    w.server
+        .client(None)
+        .post("/api/tools/validate-emails", json!({"emails": many}))
+        .expect_error(400, "invalid_request");
+    w.server
+        .client(None)
+        .post("/api/tools/validate-emails", json!({"emails": []}))
+        .expect_error(400, "invalid_request");
+}

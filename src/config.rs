@@ -183,8 +183,7 @@ const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
     ("http.max_connections", |c, v| {
-        c.http.max_connections =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.http.max_connections = positive(v)?;
         Ok(())
     }),
     ("http.shutdown_grace", |c, v| {
@@ -200,18 +199,15 @@ const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
     ("smtp.max_recipients", |c, v| {
-        c.smtp.max_recipients =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.smtp.max_recipients = positive(v)?;
         Ok(())
     }),
     ("smtp.max_connections", |c, v| {
-        c.smtp.max_connections =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.smtp.max_connections = positive(v)?;
         Ok(())
     }),
     ("smtp.max_connections_per_ip", |c, v| {
-        c.smtp.max_connections_per_ip =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.smtp.max_connections_per_ip = positive(v)?;
         Ok(())
     }),
     ("smtp.command_timeout", |c, v| {
@@ -223,8 +219,7 @@ const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
     ("smtp.max_errors", |c, v| {
-        c.smtp.max_errors =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.smtp.max_errors = positive(v)?;
         Ok(())
     }),
     ("smtp.tls_cert", |c, v| {
@@ -276,13 +271,11 @@ const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
     ("delivery.concurrency", |c, v| {
-        c.delivery.concurrency =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.delivery.concurrency = positive(v)?;
         Ok(())
     }),
     ("delivery.per_domain", |c, v| {
-        c.delivery.per_domain =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.delivery.per_domain = positive(v)?;
         Ok(())
     }),
     ("delivery.connect_timeout", |c, v| {
@@ -307,12 +300,11 @@ const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
     ("tools.rate_per_minute", |c, v| {
-        c.tools.rate_per_minute =
-            v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.tools.rate_per_minute = positive(v)?;
         Ok(())
     }),
     ("tools.burst", |c, v| {
-        c.tools.burst = v.parse().ok().filter(|n| *n > 0).ok_or("expected a positive integer")?;
+        c.tools.burst = positive(v)?;
         Ok(())
     }),
     ("log.level", |c, v| {
@@ -398,6 +390,11 @@ fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<
 
 fn parse_addr(v: &str) -> Result<SocketAddr, String> {
     v.parse().map_err(|_| "expected an address such as 127.0.0.1:8080 or [::]:8080".into())
+}
+
+/// A whole number greater than zero (counts, limits, rates).
+fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str) -> Result<T, String> {
+    v.parse().ok().filter(|n| *n > T::default()).ok_or_else(|| "expected a positive integer".into())
 }
 
 fn parse_bool(v: &str) -> Result<bool, String> {

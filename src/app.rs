@@ -19,6 +19,7 @@ pub struct AppState {
     pub router: Router,
     pub dns: Arc<crate::dns::Dns>,
     pub queue: crate::queue::Queue,
+    pub sequences: crate::sequences::Engine,
     pub tokens: crate::tracking::Tokens,
     pub signers: crate::mail::sign::Signers,
     pub tool_limits: crate::ratelimit::ToolLimits,
@@ -56,6 +57,7 @@ impl AppState {
             router,
             dns,
             queue,
+            sequences: crate::sequences::Engine::default(),
             tokens,
             signers: crate::mail::sign::Signers::default(),
             tool_limits: crate::ratelimit::ToolLimits::new(
@@ -104,6 +106,7 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     let admin =
         tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
     let queue = tokio::spawn(crate::queue::run(app.clone(), shutdown.clone()));
+    let sequences = tokio::spawn(crate::sequences::run(app.clone(), shutdown.clone()));
     let tidy = {
         let app = app.clone();
         tokio::spawn(async move {
@@ -134,6 +137,7 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     let _ = smtp.await;
     // Attempts in flight commit their outcomes before the store closes.
     let _ = queue.await;
+    let _ = sequences.await;
     tidy.abort();
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);

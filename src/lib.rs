@@ -14,6 +14,7 @@
 //! - `queue`    the durable delivery queue: scheduler, SMTP client and pool, retry policy
 //! - `mail`     building outgoing MIME, text from HTML, DKIM signing
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
+//! - `sequences` the follow-up engine: due steps, merge fields, threading
 //! - `ratelimit` per-IP token buckets for the public tools
 //! - `tracking` signed tokens and link rewriting for opens, clicks and unsubscribes
 //! - `dns`      hickory resolver: MX verdicts and delivery destinations
@@ -46,6 +47,7 @@ pub mod mail;
 pub mod queue;
 pub mod ratelimit;
 pub mod screening;
+pub mod sequences;
 pub mod shutdown;
 pub mod smtp;
 pub mod store;

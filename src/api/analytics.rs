@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::http::request::int_param;
 use crate::http::{Ctx, Reply};
-use crate::store::Suppression;
+use crate::store::{MessageCounters, Suppression};
 
 /// The domains a request covers, and whether the answer is a single object.
 async fn scope(ctx: &Ctx) -> Result<(Vec<String>, bool)> {
@@ -72,4 +72,131 @@ pub async fn suppressions(ctx: Ctx) -> Result<Reply> {
     } else {
         Reply::ok(&pages)
     }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CampaignRow {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    domain: String,
+    sent: u64,
+    delivered: u64,
+    opened: u64,
+    clicked: u64,
+    replied: u64,
+    bounced: u64,
+    open_rate: f64,
+    click_rate: f64,
+    reply_rate: f64,
+    bounce_rate: f64,
+}
+
+/// `part / whole` as a fraction in 0..=1, 0 when nothing was sent.
+fn rate(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { (part as f64 / whole as f64).min(1.0) }
+}
+
+impl CampaignRow {
+    fn new(domain: &str, c: &MessageCounters) -> CampaignRow {
+        CampaignRow {
+            id: None,
+            batch_id: None,
+            name: None,
+            domain: domain.to_owned(),
+            sent: c.sent,
+            delivered: c.delivered,
+            opened: c.opened,
+            clicked: c.clicked,
+            replied: c.replied,
+            bounced: c.bounced,
+            // Engagement is measured against what arrived, bounces against what was sent.
+            open_rate: rate(c.opened, c.delivered),
+            click_rate: rate(c.clicked, c.delivered),
+            reply_rate: rate(c.replied, c.delivered),
+            bounce_rate: rate(c.bounced, c.sent),
+        }
+    }
+}
+
+#[derive(Serialize, Default)]
+struct CampaignStats {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sequences: Option<Vec<CampaignRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batches: Option<Vec<CampaignRow>>,
+}
+
+pub async fn campaign_stats(ctx: Ctx) -> Result<Reply> {
+    let kind = ctx.query_value("type").unwrap_or_else(|| "all".into());
+    let (want_sequences, want_batches) = match kind.as_str() {
+        "all" => (true, true),
+        "sequence" => (true, false),
+        "batch" => (false, true),
+        other => {
+            return Err(Error::invalid(
+                format!("`type` must be all, sequence or batch; got {other:?}"),
+                "leave `type` out for both sequences and batches",
+            ));
+        }
+    };
+    let sequence_id = ctx.query_value("sequenceId").filter(|s| !s.is_empty());
+    let batch_id = ctx.query_value("batchId").filter(|s| !s.is_empty());
+    let (domains, _) = scope(&ctx).await?;
+    let stats = ctx
+        .app
+        .store
+        .read(move |r| {
+            let mut out = CampaignStats::default();
+            if want_sequences {
+                let mut rows = Vec::new();
+                for domain in &domains {
+                    for s in r.sequences(domain)? {
+                        if sequence_id.as_ref().is_some_and(|id| *id != s.id) {
+                            continue;
+                        }
+                        let mut row = CampaignRow::new(domain, &s.counters);
+                        row.id = Some(s.id);
+                        row.name = Some(s.name);
+                        rows.push(row);
+                    }
+                }
+                if sequence_id.is_some() && rows.is_empty() {
+                    return Err(Error::not_found("sequence"));
+                }
+                out.sequences = Some(rows);
+            }
+            if want_batches {
+                let mut rows = Vec::new();
+                for domain in &domains {
+                    for b in r.batches(domain)? {
+                        if batch_id.as_ref().is_some_and(|id| *id != b.id) {
+                            continue;
+                        }
+                        let counters = MessageCounters {
+                            sent: u64::from(b.messages),
+                            delivered: u64::from(b.delivered),
+                            opened: u64::from(b.opened),
+                            clicked: u64::from(b.clicked),
+                            replied: u64::from(b.replied),
+                            bounced: u64::from(b.bounced),
+                        };
+                        let mut row = CampaignRow::new(domain, &counters);
+                        row.batch_id = Some(b.id);
+                        rows.push(row);
+                    }
+                }
+                if batch_id.is_some() && rows.is_empty() {
+                    return Err(Error::not_found("batch"));
+                }
+                out.batches = Some(rows);
+            }
+            Ok(out)
+        })
+        .await?;
+    Reply::ok(&stats)
 }

@@ -58,9 +58,9 @@ pub async fn get(ctx: Ctx) -> Result<Reply> {
         .await?;
     let (email, tracking) = found.ok_or_else(|| Error::not_found("email"))?;
     let mut value = serde_json::to_value(&email).map_err(Error::internal)?;
-    // Campaign messages report their engagement; other mail has none to report.
+    // Campaign and sequence messages report their engagement; other mail has none to report.
     let tracking = match (email.send_type.as_deref(), tracking) {
-        (Some("campaign"), t) => {
+        (Some("campaign" | "sequence"), t) => {
             serde_json::to_value(t.unwrap_or_default()).map_err(Error::internal)?
         }
         _ => serde_json::Value::Null,

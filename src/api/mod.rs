@@ -9,6 +9,7 @@ pub mod mailboxes;
 pub mod meta;
 pub mod send;
 pub mod sender_groups;
+pub mod sequences;
 pub mod tools;
 pub mod tracking;
 
@@ -39,7 +40,13 @@ pub fn routes() -> Vec<Route> {
         r(Method::POST, "/v1/contacts", Domain, handler!(contacts::upsert)),
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
+        r(Method::GET, "/v1/sequences", Domain, handler!(sequences::list)),
+        r(Method::POST, "/v1/sequences", Domain, handler!(sequences::create)),
+        r(Method::PATCH, "/v1/sequences/{id}", Domain, handler!(sequences::update)),
+        r(Method::DELETE, "/v1/sequences/{id}", Domain, handler!(sequences::delete)),
+        r(Method::POST, "/v1/sequences/{id}/enroll", Domain, handler!(sequences::enroll)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
+        r(Method::GET, "/v1/campaign-stats", Analytics, handler!(analytics::campaign_stats)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
@@ -57,6 +64,9 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = sender_groups::parse_update(data, "example.com");
     let _ = contacts::parse_upsert(data);
     let _ = send::parse(data, "example.com", 0);
+    let _ = sequences::parse_create(data, "example.com");
+    let _ = sequences::parse_status(data);
+    let _ = sequences::parse_enroll(data);
     let _ = tools::parse_subject_lines(data);
     let _ = tools::parse_validate(data);
 }

@@ -204,6 +204,8 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
             scheduled_at: req.scheduled_at,
             next_attempt_at: Some(due),
             in_reply_to_id: None,
+            sequence_id: None,
+            enrollment_id: None,
         }
     };
     let batch_id = req.campaign.then(|| new_id("batch"));
@@ -222,6 +224,8 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
         clicked: 0,
         unsubscribed: 0,
         replied: 0,
+        delivered: 0,
+        bounced: 0,
     });
     ctx.app
         .store

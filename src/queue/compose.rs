@@ -24,7 +24,7 @@ pub fn render(app: &App, email: &Email, domain: &crate::store::Domain) -> Result
     let text = email.text.clone().unwrap_or_default();
     let message_id = email.message_id.as_deref().unwrap_or("").trim_matches(['<', '>']).to_owned();
     let base_url = app.config.public_url();
-    let campaign = email.send_type.as_deref() == Some("campaign");
+    let campaign = matches!(email.send_type.as_deref(), Some("campaign" | "sequence"));
     let recipient = email.summary.to.first().cloned().unwrap_or_default();
     let links = Links {
         base_url: &base_url,

@@ -58,6 +58,7 @@ impl Wtx<'_> {
             removed.mailboxes += 1;
         }
         removed.contacts = self.remove_domain_contacts(name)?;
+        self.remove_domain_sequences(name)?;
         removed.sender_groups = drain_domain(&mut self.tx.open_table(GROUPS)?, name)?;
         drain_domain(&mut self.tx.open_table(MAILBOXES)?, name)?;
         removed.keys_revoked = self.revoke_domain_keys(name)?;

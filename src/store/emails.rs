@@ -86,6 +86,11 @@ pub struct Email {
     /// For received mail: the id of the message we sent that this one answers.
     #[serde(default)]
     pub in_reply_to_id: Option<String>,
+    /// For a sequence step's message: its sequence and enrollment.
+    #[serde(default)]
+    pub sequence_id: Option<String>,
+    #[serde(default)]
+    pub enrollment_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -8,10 +8,22 @@ use super::tables::*;
 use crate::error::{Error, Result};
 
 /// The layout this build writes.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
-/// Upgrade steps: `STEPS[n]` turns version `n + 1` into `n + 2`. Empty while there is one layout.
-const STEPS: &[fn(&WriteTransaction) -> Result<()>] = &[];
+/// Upgrade steps: `STEPS[n]` turns version `n + 1` into `n + 2`.
+const STEPS: &[fn(&WriteTransaction) -> Result<()>] = &[index_batches_by_domain];
+
+/// Version 2 lists campaign batches per domain; batches written before have no index entry.
+fn index_batches_by_domain(tx: &WriteTransaction) -> Result<()> {
+    let batches = tx.open_table(BATCHES)?;
+    let mut index = tx.open_table(BATCHES_BY_DOMAIN)?;
+    for entry in batches.iter()? {
+        let (key, value) = entry?;
+        let batch: super::Batch = super::decode(value.value())?;
+        index.insert((batch.domain.as_str(), key.value()), ())?;
+    }
+    Ok(())
+}
 
 pub fn upgrade(db: &Database) -> Result<()> {
     let tx = db.begin_write()?;
@@ -67,6 +79,12 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(SECRETS)?;
     tx.open_table(MESSAGE_IDS)?;
     tx.open_table(RAW)?;
+    tx.open_table(BATCHES_BY_DOMAIN)?;
+    tx.open_table(SEQUENCES)?;
+    tx.open_table(SEQUENCES_BY_DOMAIN)?;
+    tx.open_table(ENROLLMENTS)?;
+    tx.open_table(ENROLLMENTS_ACTIVE)?;
+    tx.open_table(ENROLLMENTS_DUE)?;
     Ok(())
 }
 

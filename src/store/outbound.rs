@@ -49,6 +49,23 @@ pub struct Batch {
     /// Messages with at least one reply.
     #[serde(default)]
     pub replied: u32,
+    /// Messages delivered (a later DSN moves one to `bounced`).
+    #[serde(default)]
+    pub delivered: u32,
+    #[serde(default)]
+    pub bounced: u32,
+}
+
+/// Something that happened to a sent message, counted for its batch or sequence.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Delivered,
+    Bounced,
+    /// A DSN for a message that had been delivered.
+    BouncedAfterDelivery,
+    Opened,
+    Clicked,
+    Replied,
 }
 
 /// What one attempt did for one recipient.
@@ -141,7 +158,60 @@ impl Wtx<'_> {
 
     pub fn create_batch(&mut self, batch: &Batch) -> Result<()> {
         self.tx.open_table(BATCHES)?.insert(batch.id.as_str(), encode(batch)?.as_slice())?;
+        self.tx
+            .open_table(BATCHES_BY_DOMAIN)?
+            .insert((batch.domain.as_str(), batch.id.as_str()), ())?;
         Ok(())
+    }
+
+    /// Counts `event` for the batch or sequence the message belongs to.
+    fn count(&mut self, email: &Email, event: Event) -> Result<()> {
+        if let Some(batch) = &email.batch_id {
+            self.bump_batch(batch, |b| match event {
+                Event::Delivered => b.delivered += 1,
+                Event::Bounced => b.bounced += 1,
+                Event::BouncedAfterDelivery => {
+                    b.delivered = b.delivered.saturating_sub(1);
+                    b.bounced += 1;
+                }
+                Event::Opened => b.opened += 1,
+                Event::Clicked => b.clicked += 1,
+                Event::Replied => b.replied += 1,
+            })?;
+        }
+        if let Some(sequence) = &email.sequence_id {
+            self.bump_sequence(sequence, |c| match event {
+                Event::Delivered => c.delivered += 1,
+                Event::Bounced => c.bounced += 1,
+                Event::BouncedAfterDelivery => {
+                    c.delivered = c.delivered.saturating_sub(1);
+                    c.bounced += 1;
+                }
+                Event::Opened => c.opened += 1,
+                Event::Clicked => c.clicked += 1,
+                Event::Replied => c.replied += 1,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Ends the enrollment a sequence message belongs to (a reply, bounce or unsubscribe).
+    fn end_enrollment_of(&mut self, email: &Email, status: &str, at: u64) -> Result<()> {
+        if let Some(enrollment) = &email.enrollment_id {
+            self.end_enrollment(enrollment, status, at)?;
+        }
+        Ok(())
+    }
+
+    /// Cancels what of a message still waits in the queue; it then counts as sent.
+    pub(super) fn cancel_queued(&mut self, id: &str) -> Result<()> {
+        let Some(mut email) = self.load_email(id)? else { return Ok(()) };
+        let Some(due) = email.next_attempt_at.take() else { return Ok(()) };
+        let before = email.summary.clone();
+        self.tx.open_table(QUEUE)?.remove((due, id))?;
+        cancel_pending(&mut email);
+        email.summary.folder = Folder::Sent;
+        self.replace_email(&before, &email)
     }
 
     /// Commits the outcome of an attempt made under the queue entry `(due, id)`. An entry that is
@@ -162,6 +232,7 @@ impl Wtx<'_> {
         let before = email.summary.clone();
         let now = crate::ids::now_ms();
         let domain = email.domain().to_owned();
+        let mut events = Vec::new();
         for (recipient, outcome) in outcomes {
             let Some(d) = email
                 .deliveries
@@ -174,8 +245,19 @@ impl Wtx<'_> {
             d.attempts += 1;
             d.last_response = Some(outcome.response().to_owned());
             d.updated_at = now;
-            if let Outcome::Bounced(reply) = outcome {
-                self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
+            match outcome {
+                Outcome::Bounced(reply) => {
+                    self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
+                    events.push(Event::Bounced);
+                }
+                Outcome::Delivered(_) => events.push(Event::Delivered),
+                _ => {}
+            }
+        }
+        for event in events {
+            self.count(&email, event)?;
+            if let Event::Bounced = event {
+                self.end_enrollment_of(&email, "bounced", now)?;
             }
         }
         if email.deliveries.iter().all(|d| is_final(&d.status)) {
@@ -215,6 +297,13 @@ impl Wtx<'_> {
         Ok(true)
     }
 
+    pub fn suppression_for(&self, domain: &str, email: &str) -> Result<Option<Suppression>> {
+        let key = email.to_ascii_lowercase();
+        let table = self.tx.open_table(SUPPRESSIONS)?;
+        let found = table.get((domain, key.as_str()))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
     /// Counts an open (`click == false`) or a click of a sent message, and its batch's unique
     /// counters the first time.
     pub fn record_engagement(&mut self, id: &str, click: bool, at: u64) -> Result<()> {
@@ -231,8 +320,8 @@ impl Wtx<'_> {
             t.first_opened_at.get_or_insert(at);
         }
         self.tx.open_table(TRACKING)?.insert(id, encode(&t)?.as_slice())?;
-        if first && let Some(batch) = &email.batch_id {
-            self.bump_batch(batch, |b| if click { b.clicked += 1 } else { b.opened += 1 })?;
+        if first {
+            self.count(&email, if click { Event::Clicked } else { Event::Opened })?;
         }
         Ok(())
     }
@@ -250,6 +339,7 @@ impl Wtx<'_> {
         };
         let domain = email.domain().to_owned();
         self.suppress(&domain, recipient, "unsubscribed", source, at)?;
+        self.end_enrollment_of(&email, "cancelled", at)?;
         let mut t = self.tracking_of(id)?;
         if t.unsubscribed_at.is_none() {
             t.unsubscribed_at = Some(at);
@@ -268,6 +358,7 @@ impl Wtx<'_> {
         };
         let domain = email.domain().to_owned();
         self.suppress(&domain, recipient, "complaint", "ARF feedback report", at)?;
+        self.end_enrollment_of(&email, "cancelled", at)?;
         Ok(())
     }
 
@@ -286,11 +377,10 @@ impl Wtx<'_> {
         let mut t = self.tracking_of(id)?;
         t.replies = t.replies.saturating_add(1);
         self.tx.open_table(TRACKING)?.insert(id, encode(&t)?.as_slice())?;
-        if t.replies == 1
-            && let Some(batch) = &email.batch_id
-        {
-            self.bump_batch(batch, |b| b.replied += 1)?;
+        if t.replies == 1 {
+            self.count(&email, Event::Replied)?;
         }
+        self.end_enrollment_of(&email, "replied", crate::ids::now_ms())?;
         Ok(())
     }
 
@@ -312,6 +402,11 @@ impl Wtx<'_> {
         else {
             return Ok(false);
         };
+        let event = match d.status.as_str() {
+            "bounced" => None,
+            "delivered" => Some(Event::BouncedAfterDelivery),
+            _ => Some(Event::Bounced),
+        };
         d.status = "bounced".into();
         d.last_response = Some(format!("DSN: {reason}"));
         d.updated_at = at;
@@ -325,6 +420,10 @@ impl Wtx<'_> {
         }
         email.summary.status = overall_status(&email).into();
         self.replace_email(&before, &email)?;
+        if let Some(event) = event {
+            self.count(&email, event)?;
+        }
+        self.end_enrollment_of(&email, "bounced", at)?;
         Ok(true)
     }
 
@@ -430,6 +529,24 @@ impl Rtx {
         let table = self.tx.open_table(TRACKING)?;
         let found = table.get(id)?;
         found.map(|v| decode(v.value())).transpose()
+    }
+
+    /// The domain's campaign batches, oldest first.
+    pub fn batches(&self, domain: &str) -> Result<Vec<Batch>> {
+        let index = self.tx.open_table(BATCHES_BY_DOMAIN)?;
+        let table = self.tx.open_table(BATCHES)?;
+        let mut out = Vec::new();
+        for entry in index.range((domain, "")..)? {
+            let (key, _) = entry?;
+            let (d, id) = key.value();
+            if d != domain {
+                break;
+            }
+            if let Some(v) = table.get(id)? {
+                out.push(decode(v.value())?);
+            }
+        }
+        Ok(out)
     }
 
     pub fn batch(&self, id: &str) -> Result<Option<Batch>> {

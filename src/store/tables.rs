@@ -43,3 +43,20 @@ pub const SECRETS: TableDefinition<&str, &[u8]> = TableDefinition::new("secrets"
 pub const MESSAGE_IDS: TableDefinition<&str, &str> = TableDefinition::new("message_ids");
 /// email id -> the raw message as received (with our Received and Authentication-Results).
 pub const RAW: TableDefinition<&str, &[u8]> = TableDefinition::new("raw_messages");
+/// (domain, batch id) -> (): a domain's campaign batches, for campaign stats.
+pub const BATCHES_BY_DOMAIN: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("batches_by_domain");
+/// sequence id -> `Sequence` (with its enrollment and message counters).
+pub const SEQUENCES: TableDefinition<&str, &[u8]> = TableDefinition::new("sequences");
+/// (domain, sequence id) -> (): a domain's sequences in creation order (ids sort by time).
+pub const SEQUENCES_BY_DOMAIN: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("sequences_by_domain");
+/// enrollment id -> `Enrollment`
+pub const ENROLLMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("enrollments");
+/// (sequence id, lower-cased email) -> enrollment id, for active enrollments only: the
+/// "already enrolled" check and the set a pause, resume or cancel walks.
+pub const ENROLLMENTS_ACTIVE: TableDefinition<(&str, &str), &str> =
+    TableDefinition::new("enrollments_active");
+/// (due time, enrollment id) -> (): enrollments whose next step waits for that time.
+pub const ENROLLMENTS_DUE: TableDefinition<(u64, &str), ()> =
+    TableDefinition::new("enrollments_due");

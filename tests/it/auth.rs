@@ -50,6 +50,14 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         ("POST", "/v1/send") => Some(
             json!({"from": "probe@alpha.test", "to": "ada@example.org", "subject": "Hi", "text": "Hello"}),
         ),
+        ("POST", "/v1/sequences") => Some(json!({
+            "name": "Probe", "from": "probe@alpha.test",
+            "steps": [{"type": "send_email", "subject": "Hi", "html": "<p>Hello</p>"}]
+        })),
+        ("PATCH", "/v1/sequences/{id}") => Some(json!({"status": "paused"})),
+        ("POST", "/v1/sequences/{id}/enroll") => {
+            Some(json!({"contacts": [{"email": "ada@example.org"}]}))
+        }
         _ => panic!("no valid body known for {method} {template}; add one to auth.rs"),
     }
 }

@@ -11,13 +11,13 @@ use crate::harness::{Seed, Server, TempDir};
 use crate::mail_world::{MailWorld, header};
 
 /// A line-oriented SMTP client for transcripts.
-struct Talk {
+pub struct Talk {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
 }
 
 impl Talk {
-    fn open(addr: SocketAddr) -> (Talk, String) {
+    pub fn open(addr: SocketAddr) -> (Talk, String) {
         let stream = TcpStream::connect(addr).expect("connect");
         stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         let writer = stream.try_clone().expect("clone");
@@ -27,7 +27,7 @@ impl Talk {
     }
 
     /// One (possibly multi-line) reply; empty when the server closed the connection.
-    fn reply(&mut self) -> String {
+    pub fn reply(&mut self) -> String {
         let mut all = String::new();
         loop {
             let mut line = String::new();
@@ -41,17 +41,17 @@ impl Talk {
         }
     }
 
-    fn send(&mut self, text: &str) {
+    pub fn send(&mut self, text: &str) {
         self.writer.write_all(text.as_bytes()).expect("write");
     }
 
-    fn cmd(&mut self, line: &str) -> String {
+    pub fn cmd(&mut self, line: &str) -> String {
         self.send(&format!("{line}\r\n"));
         self.reply()
     }
 
     /// A whole transaction; returns the final reply to the message.
-    fn mail(&mut self, from: &str, to: &[&str], message: &str) -> String {
+    pub fn mail(&mut self, from: &str, to: &[&str], message: &str) -> String {
         assert!(self.cmd(&format!("MAIL FROM:<{from}>")).starts_with("250"));
         for r in to {
             let reply = self.cmd(&format!("RCPT TO:<{r}>"));

@@ -20,4 +20,5 @@ mod mail_world;
 mod mailboxes;
 mod send;
 mod sender_groups;
+mod sequences;
 mod tools;

@@ -1,0 +1,187 @@
+//! The follow-up engine. One task reads the enrollments whose next step is due and advances each
+//! in the same transaction that queues its message, so a step is taken exactly once: a crash
+//! before the commit leaves the step due, a crash after it leaves the message in the queue.
+//! Enrollments waiting on a delay are not looked at until their time comes.
+
+pub mod merge;
+
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::app::App;
+use crate::error::Result;
+use crate::ids::{new_id, now_ms};
+use crate::mail::text::html_to_text;
+use crate::shutdown::Shutdown;
+use crate::store::{Delivery, Email, Enrollment, Folder, Header, Sequence, Step, Summary, Wtx};
+use merge::{Target, fill};
+
+/// Due steps advanced per transaction.
+const BATCH: usize = 256;
+/// The longest the engine sleeps without looking (a safety net; wake-ups come sooner).
+const IDLE: Duration = Duration::from_secs(60);
+
+#[derive(Default)]
+pub struct Engine {
+    wake: Notify,
+}
+
+impl Engine {
+    /// Tells the engine to look now (new enrollments, a resumed sequence).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+}
+
+pub async fn run(app: App, mut shutdown: Shutdown) {
+    loop {
+        let now = now_ms();
+        let (due, mut next) = match app.store.read(move |r| r.due_enrollments(now, BATCH)).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(error = %e, "sequence scan failed");
+                (Vec::new(), Some(now + 1000))
+            }
+        };
+        if !due.is_empty() {
+            match app.store.write(move |w| advance_all(w, &due, now_ms())).await {
+                Ok(sent) => {
+                    if sent > 0 {
+                        app.queue.wake();
+                    }
+                    // Advancing scheduled new due times: look again before sleeping.
+                    continue;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "sequence steps failed");
+                    next = Some(now + 1000);
+                }
+            }
+        }
+        let wait = next.map_or(IDLE, |at| Duration::from_millis(at.saturating_sub(now)).min(IDLE));
+        tokio::select! {
+            _ = app.sequences.wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.wait() => break,
+        }
+    }
+}
+
+/// Advances every due enrollment; returns how many messages were queued.
+fn advance_all(w: &mut Wtx<'_>, due: &[(u64, String)], now: u64) -> Result<usize> {
+    let mut sent = 0;
+    for (at, id) in due {
+        // The entry may have gone since the scan (ended, or taken by an earlier pass).
+        let Some(mut e) = w.take_due_enrollment(*at, id)? else { continue };
+        if e.status != "active" {
+            continue;
+        }
+        let Some(mut sequence) = w.load_sequence(&e.sequence_id)? else { continue };
+        sent += advance(w, &mut e, &mut sequence, *at, now)?;
+        w.save_enrollment(&e)?;
+        w.save_sequence(&sequence)?;
+    }
+    Ok(sent)
+}
+
+/// Runs the enrollment's steps from its current one until a delay or the end.
+fn advance(
+    w: &mut Wtx<'_>,
+    e: &mut Enrollment,
+    sequence: &mut Sequence,
+    due: u64,
+    now: u64,
+) -> Result<usize> {
+    e.due = None;
+    match sequence.status.as_str() {
+        "paused" => {
+            // Checked when the step is due: it waits, parked, until the sequence resumes.
+            e.parked = true;
+            e.due = Some(due);
+            return Ok(0);
+        }
+        "completed" => {
+            w.transition(e, sequence, "cancelled", now)?;
+            return Ok(0);
+        }
+        _ => {}
+    }
+    if let Some(s) = w.suppression_for(&e.domain, &e.email)? {
+        let status = if s.reason == "hard_bounce" { "bounced" } else { "cancelled" };
+        w.transition(e, sequence, status, now)?;
+        return Ok(0);
+    }
+    let mut sent = 0;
+    loop {
+        let Some(step) = sequence.steps.get(e.step as usize).cloned() else {
+            w.transition(e, sequence, "completed", now)?;
+            return Ok(sent);
+        };
+        e.step += 1;
+        e.updated_at = now;
+        match step {
+            Step::Delay { delay_ms } => {
+                w.schedule_enrollment(e, now.saturating_add(delay_ms))?;
+                return Ok(sent);
+            }
+            Step::SendEmail { subject, html } => {
+                let email = compose(e, sequence, &subject, &html, now);
+                if e.thread.is_none() {
+                    e.thread = email.message_id.clone();
+                    e.thread_subject = Some(email.summary.subject.clone());
+                }
+                e.last_email = Some(email.summary.id.clone());
+                w.enqueue(&email, now)?;
+                sequence.counters.sent += 1;
+                sent += 1;
+            }
+        }
+    }
+}
+
+/// The message of one `send_email` step: merge fields filled, threaded under the first message.
+fn compose(e: &Enrollment, sequence: &Sequence, subject: &str, html: &str, now: u64) -> Email {
+    let id = new_id("em");
+    let message_id = format!("<{}>", crate::mail::build::message_id(&id, &sequence.domain));
+    let mut subject = fill(subject, &e.merge_fields, &e.email, Target::Subject);
+    if subject.trim().is_empty()
+        && let Some(first) = &e.thread_subject
+    {
+        subject = if first.starts_with("Re: ") { first.clone() } else { format!("Re: {first}") };
+    }
+    let html = fill(html, &e.merge_fields, &e.email, Target::Html);
+    let text = html_to_text(&html);
+    Email {
+        summary: Summary {
+            id,
+            mailbox: sequence.from.clone(),
+            folder: Folder::Outbox,
+            from: sequence.from_header.clone(),
+            to: vec![e.email.clone()],
+            subject: subject.clone(),
+            snippet: text.chars().take(160).collect(),
+            status: "queued".into(),
+            created_at: now,
+            size: (text.len() + html.len()) as u64,
+            has_attachments: false,
+        },
+        headers: vec![Header { name: "Subject".into(), value: subject }],
+        message_id: Some(message_id),
+        in_reply_to: e.thread.clone(),
+        text: Some(text),
+        html: Some(html),
+        deliveries: vec![Delivery {
+            recipient: e.email.clone(),
+            status: "queued".into(),
+            attempts: 0,
+            last_response: None,
+            updated_at: now,
+        }],
+        send_type: Some("sequence".into()),
+        next_attempt_at: Some(now),
+        sequence_id: Some(sequence.id.clone()),
+        enrollment_id: Some(e.id.clone()),
+        ..Email::default()
+    }
+}

@@ -2,6 +2,7 @@
 //! test both read.
 
 pub mod analytics;
+pub mod bounces;
 pub mod contacts;
 pub mod emails;
 pub mod input;
@@ -40,6 +41,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
+        r(Method::GET, "/v1/bounces", Analytics, handler!(bounces::stats)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),

@@ -67,6 +67,7 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(SECRETS)?;
     tx.open_table(MESSAGE_IDS)?;
     tx.open_table(RAW)?;
+    tx.open_table(DAILY_STATS)?;
     Ok(())
 }
 

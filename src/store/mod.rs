@@ -11,6 +11,7 @@ mod keys;
 mod mailboxes;
 mod migrate;
 mod outbound;
+mod stats;
 mod tables;
 mod writer;
 
@@ -30,6 +31,7 @@ pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
 pub use outbound::{Batch, Outcome, Suppression, Tracking, is_final, overall_status};
+pub use stats::{DayCounts, day_of};
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE: &str = "edgemail.redb";

@@ -162,6 +162,7 @@ impl Wtx<'_> {
         let before = email.summary.clone();
         let now = crate::ids::now_ms();
         let domain = email.domain().to_owned();
+        let mut today = super::DayCounts::default();
         for (recipient, outcome) in outcomes {
             let Some(d) = email
                 .deliveries
@@ -174,6 +175,7 @@ impl Wtx<'_> {
             d.attempts += 1;
             d.last_response = Some(outcome.response().to_owned());
             d.updated_at = now;
+            today.outcome(&d.status);
             if let Outcome::Bounced(reply) = outcome {
                 self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
             }
@@ -184,6 +186,14 @@ impl Wtx<'_> {
         } else {
             email.next_attempt_at = Some(retry_at);
             self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
+        }
+        if today.sent > 0 && super::stats::counted(&email) {
+            self.bump_day(&domain, now, |c| {
+                c.sent += today.sent;
+                c.delivered += today.delivered;
+                c.bounced += today.bounced;
+                c.failed += today.failed;
+            })?;
         }
         email.summary.status = overall_status(&email).into();
         self.replace_email(&before, &email)
@@ -233,6 +243,13 @@ impl Wtx<'_> {
         self.tx.open_table(TRACKING)?.insert(id, encode(&t)?.as_slice())?;
         if first && let Some(batch) = &email.batch_id {
             self.bump_batch(batch, |b| if click { b.clicked += 1 } else { b.opened += 1 })?;
+        }
+        if first && super::stats::counted(&email) {
+            self.bump_day(
+                email.domain(),
+                at,
+                |c| if click { c.clicked += 1 } else { c.opened += 1 },
+            )?;
         }
         Ok(())
     }
@@ -291,6 +308,9 @@ impl Wtx<'_> {
         {
             self.bump_batch(batch, |b| b.replied += 1)?;
         }
+        if t.replies == 1 && super::stats::counted(&email) {
+            self.bump_day(email.domain(), crate::ids::now_ms(), |c| c.replied += 1)?;
+        }
         Ok(())
     }
 
@@ -312,10 +332,14 @@ impl Wtx<'_> {
         else {
             return Ok(false);
         };
+        let (was, counted_at) = (std::mem::take(&mut d.status), d.updated_at);
         d.status = "bounced".into();
         d.last_response = Some(format!("DSN: {reason}"));
         d.updated_at = at;
         let domain = email.domain().to_owned();
+        if super::stats::counted(&email) {
+            self.count_late_bounce(&domain, &was, counted_at, at)?;
+        }
         self.suppress(&domain, recipient, "hard_bounce", &format!("DSN: {reason}"), at)?;
         if email.deliveries.iter().all(|d| is_final(&d.status)) {
             if let Some(due) = email.next_attempt_at.take() {

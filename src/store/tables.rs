@@ -43,3 +43,6 @@ pub const SECRETS: TableDefinition<&str, &[u8]> = TableDefinition::new("secrets"
 pub const MESSAGE_IDS: TableDefinition<&str, &str> = TableDefinition::new("message_ids");
 /// email id -> the raw message as received (with our Received and Authentication-Results).
 pub const RAW: TableDefinition<&str, &[u8]> = TableDefinition::new("raw_messages");
+/// (domain, UTC day number since the epoch) -> `DayCounts`: delivery and engagement counters, so a
+/// window of days is one range read.
+pub const DAILY_STATS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("daily_stats");

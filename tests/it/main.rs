@@ -10,6 +10,7 @@ mod smtp_sink;
 mod analytics;
 mod api_description;
 mod auth;
+mod bounces;
 mod cli;
 mod contacts;
 mod durability;

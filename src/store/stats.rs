@@ -140,4 +140,14 @@ mod tests {
         assert_eq!(day_of(DAY_MS - 1), 0);
         assert_eq!(day_of(DAY_MS), 1);
     }
+
+    #[test]
+    fn warmup_and_received_mail_are_not_counted() {
+        let mut email = Email::default();
+        assert!(!counted(&email), "received mail has no send type");
+        for (kind, want) in [("transactional", true), ("campaign", true), ("warmup", false)] {
+            email.send_type = Some(kind.into());
+            assert_eq!(counted(&email), want, "{kind}");
+        }
+    }
 }

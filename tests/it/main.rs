@@ -9,6 +9,7 @@ mod smtp_sink;
 
 mod analytics;
 mod api_description;
+mod api_limits;
 mod auth;
 mod bounces;
 mod cli;

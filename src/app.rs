@@ -23,6 +23,7 @@ pub struct AppState {
     pub tokens: crate::tracking::Tokens,
     pub signers: crate::mail::sign::Signers,
     pub tool_limits: crate::ratelimit::ToolLimits,
+    pub api_limits: crate::ratelimit::ApiLimits,
     /// Where error objects point for reference.
     pub documentation_url: String,
     /// The OpenAPI document as JSON, converted from `schema/openapi.yaml` at build time.
@@ -50,6 +51,8 @@ impl AppState {
         let queue = crate::queue::Queue::new(&config);
         let (config_tools, config_proxies) =
             (config.tools.clone(), config.http.trusted_proxies.clone());
+        let api_limits =
+            crate::ratelimit::ApiLimits::new(config.api.rate_per_second, config.api.burst);
         Ok(Arc::new(AppState {
             config,
             store,
@@ -65,6 +68,7 @@ impl AppState {
                 config_tools.burst,
                 config_proxies,
             ),
+            api_limits,
             documentation_url,
             openapi_json: Bytes::from_static(OPENAPI_JSON.as_bytes()),
         }))
@@ -114,6 +118,7 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
             loop {
                 every.tick().await;
                 app.tool_limits.tidy();
+                app.api_limits.tidy();
             }
         })
     };

@@ -13,7 +13,15 @@ pub struct Config {
     pub smtp: Smtp,
     pub delivery: Delivery,
     pub tools: Tools,
+    pub api: Api,
     pub log: Log,
+}
+
+#[derive(Debug, Clone)]
+pub struct Api {
+    /// Sustained requests per second per API key, and the burst allowed on top.
+    pub rate_per_second: u32,
+    pub burst: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -136,6 +144,7 @@ impl Default for Config {
                 dns_timeout: Duration::from_secs(5),
             },
             tools: Tools { rate_per_minute: 30, burst: 10 },
+            api: Api { rate_per_second: 2_000, burst: 4_000 },
             log: Log { level: "info".into() },
         }
     }
@@ -305,6 +314,14 @@ const KEYS: &[(&str, Setter)] = &[
     }),
     ("tools.burst", |c, v| {
         c.tools.burst = positive(v)?;
+        Ok(())
+    }),
+    ("api.rate_per_second", |c, v| {
+        c.api.rate_per_second = positive(v)?;
+        Ok(())
+    }),
+    ("api.burst", |c, v| {
+        c.api.burst = positive(v)?;
         Ok(())
     }),
     ("log.level", |c, v| {

@@ -1,9 +1,11 @@
-//! Per-client-IP token buckets for the public tools (governor). The client is the socket peer,
-//! or the last address in `X-Forwarded-For` when the peer is a configured trusted proxy, so a
-//! client cannot escape its bucket by sending that header itself.
+//! Token buckets (governor). The public tools are limited per client IP: the client is the socket
+//! peer, or the last address in `X-Forwarded-For` when the peer is a configured trusted proxy, so
+//! a client cannot escape its bucket by sending that header itself. The authenticated API is
+//! limited per API key, after authentication, so unknown keys never get (or exhaust) a bucket.
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
+use std::sync::Arc;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -41,20 +43,50 @@ impl ToolLimits {
 
     /// Takes a token for `ip`, or 429 with the seconds until one is available.
     pub fn check(&self, ip: IpAddr) -> Result<()> {
-        match self.limiter.check_key(&ip) {
-            Ok(()) => Ok(()),
-            Err(not_until) => {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
-                Err(Error::RateLimited {
-                    retry_after: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
-                })
-            }
-        }
+        take(&self.limiter, &ip)
     }
 
     /// Forgets buckets that are full again, so memory follows recent clients only.
     pub fn tidy(&self) {
         self.limiter.retain_recent();
+    }
+}
+
+/// Per-API-key buckets of the authenticated API, keyed by key id.
+pub struct ApiLimits {
+    limiter: DefaultKeyedRateLimiter<Arc<str>>,
+}
+
+impl ApiLimits {
+    pub fn new(per_second: u32, burst: u32) -> ApiLimits {
+        let rate = NonZeroU32::new(per_second.max(1)).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
+        ApiLimits { limiter: RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)) }
+    }
+
+    /// Takes a token for the key `key_id`, or 429 with the seconds until one is available.
+    pub fn check(&self, key_id: &Arc<str>) -> Result<()> {
+        take(&self.limiter, key_id)
+    }
+
+    /// Forgets buckets that are full again (idle and revoked keys).
+    pub fn tidy(&self) {
+        self.limiter.retain_recent();
+    }
+}
+
+fn take<K>(limiter: &DefaultKeyedRateLimiter<K>, key: &K) -> Result<()>
+where
+    K: std::hash::Hash + Eq + Clone,
+{
+    match limiter.check_key(key) {
+        Ok(()) => Ok(()),
+        Err(not_until) => {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            // Whole seconds, rounded up: a client that waits that long finds a token.
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            Err(Error::RateLimited { retry_after: secs.max(1) })
+        }
     }
 }
 
@@ -74,6 +106,20 @@ mod tests {
             other => panic!("expected 429, got {other:?}"),
         }
         assert!(limits.check(b).is_ok());
+    }
+
+    #[test]
+    fn a_key_over_its_burst_waits_and_other_keys_do_not() {
+        let limits = ApiLimits::new(1, 3);
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("key-a"), Arc::from("key-b"));
+        for _ in 0..3 {
+            assert!(limits.check(&a).is_ok());
+        }
+        match limits.check(&a) {
+            Err(Error::RateLimited { retry_after }) => assert_eq!(retry_after, 1),
+            other => panic!("expected 429, got {other:?}"),
+        }
+        assert!(limits.check(&b).is_ok());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! test both read.
 
 pub mod analytics;
+pub mod bounces;
 pub mod contacts;
 pub mod emails;
 pub mod input;
@@ -47,6 +48,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::POST, "/v1/sequences/{id}/enroll", Domain, handler!(sequences::enroll)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
         r(Method::GET, "/v1/campaign-stats", Analytics, handler!(analytics::campaign_stats)),
+        r(Method::GET, "/v1/bounces", Analytics, handler!(bounces::stats)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),

@@ -97,6 +97,7 @@ async fn dispatch(
             let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
             let principal = app.keys.authenticate(header)?;
             *key_id = Some(principal.key_id.clone());
+            app.api_limits.check(&principal.key_id)?;
             if access == Access::Domain {
                 principal.domain()?;
             }

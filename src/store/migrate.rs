@@ -85,6 +85,7 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(ENROLLMENTS)?;
     tx.open_table(ENROLLMENTS_ACTIVE)?;
     tx.open_table(ENROLLMENTS_DUE)?;
+    tx.open_table(DAILY_STATS)?;
     Ok(())
 }
 

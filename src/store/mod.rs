@@ -12,6 +12,7 @@ mod mailboxes;
 mod migrate;
 mod outbound;
 mod sequences;
+mod stats;
 mod tables;
 mod writer;
 
@@ -32,6 +33,7 @@ pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
 pub use outbound::{Batch, Outcome, Suppression, Tracking, is_final, overall_status};
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
+pub use stats::{DayCounts, day_of};
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE: &str = "edgemail.redb";

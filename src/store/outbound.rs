@@ -233,6 +233,7 @@ impl Wtx<'_> {
         let now = crate::ids::now_ms();
         let domain = email.domain().to_owned();
         let mut events = Vec::new();
+        let mut today = super::DayCounts::default();
         for (recipient, outcome) in outcomes {
             let Some(d) = email
                 .deliveries
@@ -245,6 +246,7 @@ impl Wtx<'_> {
             d.attempts += 1;
             d.last_response = Some(outcome.response().to_owned());
             d.updated_at = now;
+            today.outcome(&d.status);
             match outcome {
                 Outcome::Bounced(reply) => {
                     self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
@@ -266,6 +268,14 @@ impl Wtx<'_> {
         } else {
             email.next_attempt_at = Some(retry_at);
             self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
+        }
+        if today.sent > 0 && super::stats::counted(&email) {
+            self.bump_day(&domain, now, |c| {
+                c.sent += today.sent;
+                c.delivered += today.delivered;
+                c.bounced += today.bounced;
+                c.failed += today.failed;
+            })?;
         }
         email.summary.status = overall_status(&email).into();
         self.replace_email(&before, &email)
@@ -322,6 +332,13 @@ impl Wtx<'_> {
         self.tx.open_table(TRACKING)?.insert(id, encode(&t)?.as_slice())?;
         if first {
             self.count(&email, if click { Event::Clicked } else { Event::Opened })?;
+        }
+        if first && super::stats::counted(&email) {
+            self.bump_day(
+                email.domain(),
+                at,
+                |c| if click { c.clicked += 1 } else { c.opened += 1 },
+            )?;
         }
         Ok(())
     }
@@ -380,6 +397,9 @@ impl Wtx<'_> {
         if t.replies == 1 {
             self.count(&email, Event::Replied)?;
         }
+        if t.replies == 1 && super::stats::counted(&email) {
+            self.bump_day(email.domain(), crate::ids::now_ms(), |c| c.replied += 1)?;
+        }
         self.end_enrollment_of(&email, "replied", crate::ids::now_ms())?;
         Ok(())
     }
@@ -407,10 +427,14 @@ impl Wtx<'_> {
             "delivered" => Some(Event::BouncedAfterDelivery),
             _ => Some(Event::Bounced),
         };
+        let (was, counted_at) = (std::mem::take(&mut d.status), d.updated_at);
         d.status = "bounced".into();
         d.last_response = Some(format!("DSN: {reason}"));
         d.updated_at = at;
         let domain = email.domain().to_owned();
+        if super::stats::counted(&email) {
+            self.count_late_bounce(&domain, &was, counted_at, at)?;
+        }
         self.suppress(&domain, recipient, "hard_bounce", &format!("DSN: {reason}"), at)?;
         if email.deliveries.iter().all(|d| is_final(&d.status)) {
             if let Some(due) = email.next_attempt_at.take() {

@@ -60,3 +60,6 @@ pub const ENROLLMENTS_ACTIVE: TableDefinition<(&str, &str), &str> =
 /// (due time, enrollment id) -> (): enrollments whose next step waits for that time.
 pub const ENROLLMENTS_DUE: TableDefinition<(u64, &str), ()> =
     TableDefinition::new("enrollments_due");
+/// (domain, UTC day number since the epoch) -> `DayCounts`: delivery and engagement counters, so a
+/// window of days is one range read.
+pub const DAILY_STATS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("daily_stats");

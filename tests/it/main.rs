@@ -9,7 +9,9 @@ mod smtp_sink;
 
 mod analytics;
 mod api_description;
+mod api_limits;
 mod auth;
+mod bounces;
 mod cli;
 mod contacts;
 mod durability;

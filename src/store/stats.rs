@@ -1,0 +1,153 @@
+//! Per-domain, per-day delivery counters behind `GET /v1/bounces`. They are bumped inside the
+//! transactions that record the events themselves, so they can never disagree with the stored
+//! deliveries, and a window of N days is one range read of N small rows whatever the volume.
+//!
+//! Counting rules:
+//! * Every recipient of an outbound message counts once in `sent` and in exactly one of
+//!   `delivered`, `bounced`, `failed`, on the UTC day it first reached that final status (so
+//!   `delivered + bounced + failed == sent` over any window, and the bounce rate never exceeds 1).
+//! * A later DSN for a recipient already counted as `delivered` (or `failed`) moves it to
+//!   `bounced` in the bucket of the day it was counted; one for a recipient not yet final counts
+//!   it as sent and bounced on the DSN's day.
+//! * `opened`, `clicked` and `replied` count messages, on the day of their first open, first click
+//!   and first reply.
+//! * Warmup messages are not counted.
+
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+
+use super::emails::Email;
+use super::tables::DAILY_STATS;
+use super::{Rtx, Wtx, decode, encode};
+use crate::error::Result;
+
+const DAY_MS: u64 = 86_400_000;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DayCounts {
+    pub sent: u64,
+    pub delivered: u64,
+    pub bounced: u64,
+    pub failed: u64,
+    pub opened: u64,
+    pub clicked: u64,
+    pub replied: u64,
+}
+
+impl DayCounts {
+    fn add(&mut self, other: &DayCounts) {
+        self.sent += other.sent;
+        self.delivered += other.delivered;
+        self.bounced += other.bounced;
+        self.failed += other.failed;
+        self.opened += other.opened;
+        self.clicked += other.clicked;
+        self.replied += other.replied;
+    }
+
+    /// One more recipient with this final status; other statuses count nothing.
+    pub(super) fn outcome(&mut self, status: &str) {
+        let counter = match status {
+            "delivered" => &mut self.delivered,
+            "bounced" => &mut self.bounced,
+            "failed" => &mut self.failed,
+            _ => return,
+        };
+        *counter += 1;
+        self.sent += 1;
+    }
+}
+
+/// The UTC day number (days since the Unix epoch) of a time in milliseconds.
+pub fn day_of(ms: u64) -> u32 {
+    u32::try_from(ms / DAY_MS).unwrap_or(u32::MAX)
+}
+
+/// Whether a message takes part in the statistics at all.
+pub(super) fn counted(email: &Email) -> bool {
+    email.send_type.is_some() && email.send_type.as_deref() != Some("warmup")
+}
+
+impl Wtx<'_> {
+    /// Applies `change` to the counters of `domain` for the day holding `at`.
+    pub(super) fn bump_day(
+        &mut self,
+        domain: &str,
+        at: u64,
+        change: impl FnOnce(&mut DayCounts),
+    ) -> Result<()> {
+        let day = day_of(at);
+        let mut table = self.tx.open_table(DAILY_STATS)?;
+        let mut counts: DayCounts =
+            table.get((domain, day))?.map(|v| decode(v.value())).transpose()?.unwrap_or_default();
+        change(&mut counts);
+        table.insert((domain, day), encode(&counts)?.as_slice())?;
+        Ok(())
+    }
+
+    /// Counts a DSN bounce for a recipient whose status was `was` since `counted_at`.
+    pub(super) fn count_late_bounce(
+        &mut self,
+        domain: &str,
+        was: &str,
+        counted_at: u64,
+        at: u64,
+    ) -> Result<()> {
+        match was {
+            "bounced" => Ok(()),
+            // Already in `sent` on the day of its outcome: move it there, so the bounce rate of
+            // any window stays bounced / sent of the same recipients.
+            "delivered" | "failed" => self.bump_day(domain, counted_at, |c| {
+                if was == "delivered" {
+                    c.delivered = c.delivered.saturating_sub(1);
+                } else {
+                    c.failed = c.failed.saturating_sub(1);
+                }
+                c.bounced += 1;
+            }),
+            _ => self.bump_day(domain, at, |c| c.outcome("bounced")),
+        }
+    }
+}
+
+impl Rtx {
+    /// The sum of `domain`'s counters over the `days` UTC days ending with the one holding `now`.
+    pub fn day_counts(&self, domain: &str, days: u32, now: u64) -> Result<DayCounts> {
+        let last = day_of(now);
+        let first = last.saturating_sub(days.saturating_sub(1));
+        let table = self.tx.open_table(DAILY_STATS)?;
+        let mut total = DayCounts::default();
+        for entry in table.range((domain, first)..=(domain, last))? {
+            let (_, value) = entry?;
+            total.add(&decode(value.value())?);
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_final_statuses_count_as_sent() {
+        let mut c = DayCounts::default();
+        for s in ["delivered", "bounced", "failed", "deferred", "cancelled", "queued"] {
+            c.outcome(s);
+        }
+        assert_eq!(c, DayCounts { sent: 3, delivered: 1, bounced: 1, failed: 1, ..c });
+        assert_eq!(day_of(DAY_MS - 1), 0);
+        assert_eq!(day_of(DAY_MS), 1);
+    }
+
+    #[test]
+    fn warmup_and_received_mail_are_not_counted() {
+        let mut email = Email::default();
+        assert!(!counted(&email), "received mail has no send type");
+        for (kind, want) in [("transactional", true), ("campaign", true), ("warmup", false)] {
+            email.send_type = Some(kind.into());
+            assert_eq!(counted(&email), want, "{kind}");
+        }
+    }
+}

@@ -10,7 +10,7 @@ use crate::http::{Ctx, Reply};
 use crate::store::Suppression;
 
 /// The domains a request covers, and whether the answer is a single object.
-async fn scope(ctx: &Ctx) -> Result<(Vec<String>, bool)> {
+pub(super) async fn scope(ctx: &Ctx) -> Result<(Vec<String>, bool)> {
     let wanted =
         ctx.query_value("domain").map(|d| d.trim().trim_end_matches('.').to_ascii_lowercase());
     let principal = ctx.principal.as_ref().ok_or(Error::Unauthorized("missing API key"))?;

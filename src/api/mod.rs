@@ -4,6 +4,7 @@
 pub mod analytics;
 pub mod contacts;
 pub mod emails;
+pub mod health;
 pub mod input;
 pub mod mailboxes;
 pub mod meta;
@@ -40,8 +41,15 @@ pub fn routes() -> Vec<Route> {
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
+        r(Method::GET, "/v1/domain-health", Analytics, handler!(health::domain_health)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
+        r(
+            Method::POST,
+            "/api/tools/check-deliverability",
+            Tool,
+            handler!(health::check_deliverability),
+        ),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
         r(Method::GET, "/t/c/{token}", Link, handler!(tracking::click)),
         r(Method::GET, "/t/u/{token}", Link, handler!(tracking::unsubscribe_page)),
@@ -59,4 +67,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = send::parse(data, "example.com", 0);
     let _ = tools::parse_subject_lines(data);
     let _ = tools::parse_validate(data);
+    let _ = health::parse_check(data);
 }

@@ -314,6 +314,19 @@ mod tests {
         assert_eq!(score(mixed), 67);
     }
 
+    #[tokio::test]
+    async fn a_check_past_the_deadline_gives_its_fallback() {
+        let deadline = Instant::now() + Duration::from_millis(20);
+        let late = by(deadline, std::future::pending::<u8>(), || 7).await;
+        assert_eq!(late, 7);
+        let slow = |n: u64| async move {
+            tokio::time::sleep(Duration::from_millis(10 * n)).await;
+            n
+        };
+        let outputs = join_all(vec![slow(3), slow(1), slow(2)]).await;
+        assert_eq!(outputs, [3, 1, 2]);
+    }
+
     #[test]
     fn findings_put_the_worst_first() {
         let mut f = Findings::default();

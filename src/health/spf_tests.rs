@@ -200,3 +200,18 @@ fn networks() {
     assert!(in_network(ip([8, 8, 8, 8]), Some((Ipv4Addr::UNSPECIFIED, 0)), None));
     assert!(!in_network("2001:db8::1".parse().expect("v6"), net, None)); // ok: test
 }
+
+#[test]
+fn odd_input_is_an_error_not_a_panic() {
+    for odd in [
+        "v=spf1 é",
+        "v=spf1 %{é}",
+        "v=spf1 exists:%{iré}.x.com",
+        "v=spf1 ~",
+        "v=spf1 =x",
+        "v=spf1 ip6:",
+        "v=spf1 a:%",
+    ] {
+        let _ = parse(odd);
+    }
+}

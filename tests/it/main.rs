@@ -15,6 +15,7 @@ mod contacts;
 mod durability;
 mod emails;
 mod errors;
+mod health;
 mod inbound;
 mod mail_world;
 mod mailboxes;

@@ -46,6 +46,10 @@ fn publish(dns: &Dns, seed: &Seed, domain: &str, spf: &str, dmarc: Option<&str>)
 }
 
 fn start() -> Fixture {
+    start_with(&[("EDGEMAIL_DELIVERY_SENDING_IPS", SENDING_IP)])
+}
+
+fn start_with(sending: &[(&str, &str)]) -> Fixture {
     let dir = TempDir::new("health");
     let seed = Seed::open(&dir.0);
     for d in HOSTED {
@@ -77,13 +81,13 @@ fn start() -> Fixture {
     dns.set_timeout(&format!("_dmarc.{SLOW}"));
     seed.close();
     let nameserver = dns.addr().to_string();
-    let env = [
+    let mut env = vec![
         ("EDGEMAIL_DELIVERY_DNS_TIMEOUT", "300ms"),
-        ("EDGEMAIL_DELIVERY_SENDING_IPS", SENDING_IP),
         ("EDGEMAIL_HEALTH_DNSBL_ZONES", "bl.test, domain:dbl.test"),
         ("EDGEMAIL_SMTP_HOSTNAME", HOSTNAME),
         ("EDGEMAIL_TOOLS_BURST", "100"),
     ];
+    env.extend_from_slice(sending);
     let server = Server::start_with(&dir.0, &["--nameserver", &nameserver], &env);
     Fixture { server, dns, good_key, org_key, _dir: dir }
 }
@@ -238,4 +242,19 @@ fn the_public_tool_checks_any_domain_and_refuses_bad_input() {
     ] {
         c.post("/api/tools/check-deliverability", bad).expect_error(400, "invalid_request");
     }
+}
+
+#[test]
+fn the_relay_must_be_authorized_and_no_sending_addresses_fails_nothing() {
+    let relayed = start_with(&[("EDGEMAIL_DELIVERY_RELAY", "relay.edge.test:587")]);
+    relayed.dns.add_a("relay.edge.test", Ipv4Addr::new(192, 0, 2, 77));
+    let good = relayed.health(GOOD);
+    assert_eq!(status(&good, "spf"), "fail", "{good:#}");
+    assert!(text(&good, "spf", "detail").contains("192.0.2.77"), "{good:#}");
+    assert!(text(&good, "spf", "hint").contains("ip4:192.0.2.77"));
+
+    let unconfigured = start_with(&[]);
+    let report = unconfigured.health(NOT_AUTHORIZED);
+    assert_eq!(status(&report, "spf"), "pass", "{report:#}");
+    assert!(text(&report, "spf", "detail").contains("delivery.sending_ips"), "{report:#}");
 }

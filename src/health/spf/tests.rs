@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 use super::*;
+use crate::health::lookup::{Answer, Resolve};
 
 #[derive(Default)]
 struct Table {

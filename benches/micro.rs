@@ -52,5 +52,13 @@ fn json(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, routing, json);
+fn spf(c: &mut Criterion) {
+    let record = "v=spf1 ip4:192.0.2.0/24 ip6:2001:db8::/32 a mx:mail.example.com/24 \
+                  include:_spf.example.net include:spf.protection.example.org ~all";
+    c.bench_function("parse SPF record (7 terms)", |b| {
+        b.iter(|| edgemail::health::spf::parse(black_box(record)).is_ok())
+    });
+}
+
+criterion_group!(benches, routing, json, spf);
 criterion_main!(benches);

@@ -14,6 +14,7 @@ pub struct Config {
     pub delivery: Delivery,
     pub tools: Tools,
     pub api: Api,
+    pub health: Health,
     pub log: Log,
 }
 
@@ -22,6 +23,13 @@ pub struct Api {
     /// Sustained requests per second per API key, and the burst allowed on top.
     pub rate_per_second: u32,
     pub burst: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Health {
+    /// DNS blacklists asked by the domain health check: `zone` for an IP list, `domain:zone` for
+    /// a list of domain names.
+    pub dnsbl_zones: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -52,6 +60,8 @@ pub struct Delivery {
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
     pub dns_timeout: Duration,
+    /// The public addresses this server's mail leaves from; SPF must authorize them.
+    pub sending_ips: Vec<std::net::IpAddr>,
 }
 
 #[derive(Debug, Clone)]
@@ -142,9 +152,21 @@ impl Default for Config {
                 connect_timeout: Duration::from_secs(30),
                 command_timeout: Duration::from_secs(120),
                 dns_timeout: Duration::from_secs(5),
+                sending_ips: Vec::new(),
             },
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
+            health: Health {
+                dnsbl_zones: [
+                    "zen.spamhaus.org",
+                    "bl.spamcop.net",
+                    "b.barracudacentral.org",
+                    "dnsbl.sorbs.net",
+                    "domain:dbl.spamhaus.org",
+                ]
+                .map(str::to_owned)
+                .to_vec(),
+            },
             log: Log { level: "info".into() },
         }
     }
@@ -300,11 +322,21 @@ const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
     ("http.trusted_proxies", |c, v| {
-        c.http.trusted_proxies = v
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| s.parse().map_err(|_| format!("{s:?} is not an IP address")))
+        c.http.trusted_proxies = parse_ips(v)?;
+        Ok(())
+    }),
+    ("delivery.sending_ips", |c, v| {
+        c.delivery.sending_ips = parse_ips(v)?;
+        Ok(())
+    }),
+    ("health.dnsbl_zones", |c, v| {
+        c.health.dnsbl_zones = list(v)
+            .map(|entry| {
+                let zone = entry.strip_prefix("domain:").unwrap_or(entry);
+                crate::address::normalize_domain(zone)
+                    .map(|z| if zone.len() == entry.len() { z } else { format!("domain:{z}") })
+                    .map_err(|e| format!("{entry:?}: {e}"))
+            })
             .collect::<Result<_, _>>()?;
         Ok(())
     }),
@@ -405,6 +437,15 @@ fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<
     }
 }
 
+/// A comma-separated list; empty entries are skipped, so `""` is the empty list.
+fn list(v: &str) -> impl Iterator<Item = &str> {
+    v.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn parse_ips(v: &str) -> Result<Vec<std::net::IpAddr>, String> {
+    list(v).map(|s| s.parse().map_err(|_| format!("{s:?} is not an IP address"))).collect()
+}
+
 fn parse_addr(v: &str) -> Result<SocketAddr, String> {
     v.parse().map_err(|_| "expected an address such as 127.0.0.1:8080 or [::]:8080".into())
 }
@@ -490,6 +531,23 @@ mod tests {
         let c = load(Some(&path), Vec::new(), &[]).expect("dist/edgemail.toml is valid"); // ok: test
         assert_eq!(c.delivery.retry_initial, Duration::from_secs(300));
         assert_eq!(c.smtp.hostname.as_deref(), Some("mail.example.com"));
+        assert_eq!(c.delivery.sending_ips.len(), 2);
+        assert_eq!(
+            c.health.dnsbl_zones.last().map(String::as_str),
+            Some("domain:dbl.spamhaus.org")
+        );
+    }
+
+    #[test]
+    fn lists_of_addresses_and_zones() {
+        let env = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
+        let c = load(None, env("EDGEMAIL_HEALTH_DNSBL_ZONES", "BL.test, domain:dbl.test."), &[])
+            .expect("valid"); // ok: test
+        assert_eq!(c.health.dnsbl_zones, ["bl.test", "domain:dbl.test"]);
+        let c = load(None, env("EDGEMAIL_HEALTH_DNSBL_ZONES", ""), &[]).expect("empty"); // ok: test
+        assert!(c.health.dnsbl_zones.is_empty());
+        assert!(load(None, env("EDGEMAIL_HEALTH_DNSBL_ZONES", "bad zone"), &[]).is_err());
+        assert!(load(None, env("EDGEMAIL_DELIVERY_SENDING_IPS", "192.0.2.1, x"), &[]).is_err());
     }
 
     #[test]

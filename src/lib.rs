@@ -38,6 +38,7 @@ pub mod demo;
 pub mod dkim;
 pub mod dns;
 pub mod error;
+pub mod health;
 pub mod http;
 pub mod ids;
 pub mod inbound;

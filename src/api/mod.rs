@@ -5,6 +5,7 @@ pub mod analytics;
 pub mod bounces;
 pub mod contacts;
 pub mod emails;
+pub mod health;
 pub mod input;
 pub mod mailboxes;
 pub mod meta;
@@ -49,8 +50,15 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
         r(Method::GET, "/v1/campaign-stats", Analytics, handler!(analytics::campaign_stats)),
         r(Method::GET, "/v1/bounces", Analytics, handler!(bounces::stats)),
+        r(Method::GET, "/v1/domain-health", Analytics, handler!(health::domain_health)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
+        r(
+            Method::POST,
+            "/api/tools/check-deliverability",
+            Tool,
+            handler!(health::check_deliverability),
+        ),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
         r(Method::GET, "/t/c/{token}", Link, handler!(tracking::click)),
         r(Method::GET, "/t/u/{token}", Link, handler!(tracking::unsubscribe_page)),
@@ -71,4 +79,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = sequences::parse_enroll(data);
     let _ = tools::parse_subject_lines(data);
     let _ = tools::parse_validate(data);
+    let _ = health::parse_check(data);
 }

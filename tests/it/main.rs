@@ -17,6 +17,7 @@ mod contacts;
 mod durability;
 mod emails;
 mod errors;
+mod health;
 mod inbound;
 mod mail_world;
 mod mailboxes;

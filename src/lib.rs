@@ -16,6 +16,7 @@
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
 //! - `ratelimit` per-IP token buckets for the public tools
 //! - `tracking` signed tokens and link rewriting for opens, clicks and unsubscribes
+//! - `warmup`   mailbox warmup: the ramp, the sending engine, recognizing and answering warmup mail
 //! - `dns`      hickory resolver: MX verdicts and delivery destinations
 //! - `tools`    address checks shared with the public tools (disposable domains)
 //! - `address`  address, local part and domain syntax
@@ -51,3 +52,4 @@ pub mod smtp;
 pub mod store;
 pub mod tools;
 pub mod tracking;
+pub mod warmup;

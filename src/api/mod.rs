@@ -11,6 +11,7 @@ pub mod send;
 pub mod sender_groups;
 pub mod tools;
 pub mod tracking;
+pub mod warmup;
 
 use hyper::Method;
 
@@ -40,6 +41,9 @@ pub fn routes() -> Vec<Route> {
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
+        r(Method::GET, "/v1/warmup", Analytics, handler!(warmup::list)),
+        r(Method::POST, "/v1/warmup", Domain, handler!(warmup::enroll)),
+        r(Method::DELETE, "/v1/warmup/{address}", Domain, handler!(warmup::disable)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
@@ -59,4 +63,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = send::parse(data, "example.com", 0);
     let _ = tools::parse_subject_lines(data);
     let _ = tools::parse_validate(data);
+    let _ = warmup::parse_enroll(data, "example.com");
 }

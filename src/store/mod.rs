@@ -12,6 +12,7 @@ mod mailboxes;
 mod migrate;
 mod outbound;
 mod tables;
+mod warmup;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
 pub use outbound::{Batch, Outcome, Suppression, Tracking, is_final, overall_status};
+pub use warmup::Warmup;
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE: &str = "edgemail.redb";

@@ -43,3 +43,5 @@ pub const SECRETS: TableDefinition<&str, &[u8]> = TableDefinition::new("secrets"
 pub const MESSAGE_IDS: TableDefinition<&str, &str> = TableDefinition::new("message_ids");
 /// email id -> the raw message as received (with our Received and Authentication-Results).
 pub const RAW: TableDefinition<&str, &[u8]> = TableDefinition::new("raw_messages");
+/// (domain, local part) -> `Warmup`: a mailbox's warmup settings and counters.
+pub const WARMUP: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("warmup");

@@ -50,6 +50,7 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         ("POST", "/v1/send") => Some(
             json!({"from": "probe@alpha.test", "to": "ada@example.org", "subject": "Hi", "text": "Hello"}),
         ),
+        ("POST", "/v1/warmup") => Some(json!({"mailbox": "probe", "replyRate": 0.5})),
         _ => panic!("no valid body known for {method} {template}; add one to auth.rs"),
     }
 }

@@ -21,3 +21,4 @@ mod mailboxes;
 mod send;
 mod sender_groups;
 mod tools;
+mod warmup;

@@ -26,6 +26,9 @@ pub struct Warmup {
     pub spread: Duration,
     /// Replies go out after a random delay up to this.
     pub reply_delay: Duration,
+    /// Warmup messages (hidden from users) are deleted this long after they were sent or
+    /// received.
+    pub keep: Duration,
     /// Warmup addresses on other edgemail instances: partners to send to, and senders whose
     /// warmup mail is recognized. Lower-cased.
     pub peers: Vec<String>,
@@ -156,6 +159,7 @@ impl Default for Config {
                 tick: Duration::from_secs(60),
                 spread: Duration::from_secs(86_400),
                 reply_delay: Duration::from_secs(30 * 60),
+                keep: Duration::from_secs(7 * 86_400),
                 peers: Vec::new(),
             },
         }
@@ -338,6 +342,10 @@ const KEYS: &[(&str, Setter)] = &[
     }),
     ("warmup.reply_delay", |c, v| {
         c.warmup.reply_delay = parse_duration(v)?;
+        Ok(())
+    }),
+    ("warmup.keep", |c, v| {
+        c.warmup.keep = parse_duration(v)?;
         Ok(())
     }),
     ("warmup.peers", |c, v| {

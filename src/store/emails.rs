@@ -51,7 +51,7 @@ impl Folder {
         if self.is_hidden() { self } else { Folder::Sent }
     }
 
-    fn code(self) -> u8 {
+    pub(super) fn code(self) -> u8 {
         self as u8
     }
 }

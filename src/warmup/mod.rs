@@ -304,15 +304,21 @@ struct Seen {
     display_name: Option<String>,
     /// Sent messages whose delivery became final: `(email id, status)`.
     settled: Vec<(String, String)>,
+    /// Whether stored warmup mail is older than `warmup.keep`.
+    prune: bool,
 }
 
-/// One round: counts finished deliveries, and starts a conversation for every mailbox whose next
-/// send is due and that has quota left today.
+/// Old warmup mail deleted per mailbox and round, so one write stays small.
+const PRUNE_BATCH: usize = 200;
+
+/// One round: counts finished deliveries, deletes warmup mail past `warmup.keep`, and starts a
+/// conversation for every mailbox whose next send is due and that has quota left today.
 async fn tick(app: &App) -> Result<()> {
     let now = now_ms();
+    let cutoff = now.saturating_sub(app.config.warmup.keep.as_millis() as u64);
     let seen = app
         .store
-        .read(|r| {
+        .read(move |r| {
             let mut out = Vec::new();
             for record in r.all_warmups()? {
                 let (domain, local) = key_of(&record.mailbox);
@@ -327,7 +333,8 @@ async fn tick(app: &App) -> Result<()> {
                         None => settled.push((id.clone(), "gone".into())),
                     }
                 }
-                out.push(Seen { record, display_name, settled });
+                let prune = r.oldest_warmup_mail(&record.mailbox)?.is_some_and(|at| at < cutoff);
+                out.push(Seen { record, display_name, settled, prune });
             }
             Ok(out)
         })
@@ -335,7 +342,7 @@ async fn tick(app: &App) -> Result<()> {
     let local: Vec<String> =
         seen.iter().filter(|s| s.record.enabled).map(|s| s.record.mailbox.clone()).collect();
     let spread = app.config.warmup.spread.as_millis() as u64;
-    for Seen { record, display_name, settled } in seen {
+    for Seen { record, display_name, settled, prune } in seen {
         let mut due = record.clone();
         due.roll(now);
         let candidate = if due.can_send(now) && now >= due.next_send_at {
@@ -348,7 +355,7 @@ async fn tick(app: &App) -> Result<()> {
         } else {
             None
         };
-        if candidate.is_none() && settled.is_empty() {
+        if candidate.is_none() && settled.is_empty() && !prune {
             continue;
         }
         let jitter = rand::rng().random_range(0.5..1.5);
@@ -360,6 +367,9 @@ async fn tick(app: &App) -> Result<()> {
                 let Some(mut rec) = w.warmup(domain, local)? else {
                     return Ok(false);
                 };
+                if prune {
+                    w.prune_warmup_mail(&mailbox, cutoff, PRUNE_BATCH)?;
+                }
                 rec.roll(now);
                 for (id, status) in &settled {
                     rec.settle(id, status);

@@ -1,9 +1,9 @@
 //! Warmup mail arriving at our MX. A message is warmup traffic when it carries the warmup header,
 //! every recipient is a mailbox with a warmup enrollment, and the sender is known: a local warmup
-//! mailbox whose header names a warmup message it really sent, or a configured peer whose DKIM
-//! signature for its own domain passed. Such mail is stored in the hidden warmup folder (never
-//! the inbox), counted, and answered with the recipient's reply rate. Anything else takes the
-//! normal inbound path.
+//! mailbox whose header names a warmup message it really sent, or a configured peer. Such mail is
+//! stored in the hidden warmup folder (never the inbox), counted, and answered with the
+//! recipient's reply rate; it counts as landed only with a passing DKIM signature for the
+//! sender's domain. Anything else takes the normal inbound path.
 
 use rand::RngExt;
 
@@ -103,8 +103,7 @@ fn accept(w: &mut Wtx<'_>, a: Arrival, delays: &[u64]) -> Result<Option<(String,
     let sent_here = w.email_in_write(&a.marker)?.is_some_and(|e| {
         e.send_type.as_deref() == Some(SEND_TYPE) && e.summary.mailbox.eq_ignore_ascii_case(&a.from)
     });
-    let known_peer = a.peer && a.authenticated;
-    if !(sent_here || known_peer) {
+    if !(sent_here || a.peer) {
         return Ok(None);
     }
     let copies: Vec<Email> = a

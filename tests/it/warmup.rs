@@ -321,3 +321,74 @@ fn a_warmup_header_from_an_unknown_sender_is_ordinary_mail() {
     let grace = w.status("grace@beta.test");
     assert_eq!(n(&grace, "receivedTotal"), 0, "{grace}");
 }
+
+#[test]
+fn mailboxes_on_two_servers_warm_up_as_configured_peers() {
+    // Each server delivers to the other's SMTP port (one `delivery.port` per server), so here the
+    // only partner of each mailbox is the peer on the other server.
+    let (w_port, p_port) = (free_port(), free_port());
+    let dns = Dns::start();
+    let mut keys = Vec::new();
+    let mut servers = Vec::new();
+    let mut dirs = Vec::new();
+    for (domain, local, peer, own_port, other_port) in [
+        (A, "ada", "peer@gamma.test", w_port, p_port),
+        ("gamma.test", "peer", "ada@alpha.test", p_port, w_port),
+    ] {
+        let dir = TempDir::new("warmup-peer");
+        let seed = Seed::open(&dir.0);
+        seed.domain(domain);
+        seed.mailbox(domain, local);
+        keys.push(seed.key(Some(domain)));
+        for k in seed.domain_record(domain).dkim {
+            let kind = if k.algorithm.starts_with("ed25519") { "ed25519" } else { "rsa" };
+            dns.add_txt(
+                &format!("{}._domainkey.{domain}", k.selector),
+                &format!("v=DKIM1; k={kind}; p={}", k.public_key),
+            );
+        }
+        seed.close();
+        dns.add_mx(domain, 10, &format!("mx.{domain}"));
+        dns.add_a(&format!("mx.{domain}"), Ipv4Addr::LOCALHOST);
+        let port = other_port.to_string();
+        let env = [
+            ("EDGEMAIL_DELIVERY_RETRY_INITIAL", "300ms"),
+            ("EDGEMAIL_DELIVERY_RETRY_MAX_INTERVAL", "1s"),
+            ("EDGEMAIL_DELIVERY_PORT", port.as_str()),
+            ("EDGEMAIL_WARMUP_TICK", "100ms"),
+            ("EDGEMAIL_WARMUP_SPREAD", "200s"),
+            ("EDGEMAIL_WARMUP_REPLY_DELAY", "0ms"),
+            ("EDGEMAIL_WARMUP_PEERS", peer),
+        ];
+        let ns = dns.addr().to_string();
+        let smtp = format!("127.0.0.1:{own_port}");
+        servers.push(Server::start_smtp_on(&dir.0, &smtp, &["--nameserver", &ns], &env));
+        dirs.push(dir);
+    }
+    let clients: Vec<Client> = servers.iter().zip(&keys).map(|(s, k)| s.client(Some(k))).collect();
+    for (client, mailbox) in clients.iter().zip(["ada", "peer"]) {
+        enroll(client, mailbox);
+    }
+    let deadline = Instant::now() + Duration::from_secs(40);
+    for (client, mailbox) in clients.iter().zip(["ada", "peer"]) {
+        loop {
+            let s =
+                client.get(&format!("/v1/warmup?mailbox={mailbox}")).expect(200).json()[0].clone();
+            let done = n(&s, "sentTotal") > 0
+                && n(&s, "receivedTotal") > 0
+                && n(&s, "repliedTotal") > 0
+                && s["inboxRate"].as_f64().is_some_and(|r| r > 0.0);
+            if done {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{mailbox}: {s}\nlogs:\n{}\n{}",
+                servers[0].log(),
+                servers[1].log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        folders_are_empty(client, mailbox);
+    }
+}

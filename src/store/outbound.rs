@@ -6,7 +6,7 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
-use super::emails::Email;
+use super::emails::{Email, Folder};
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode};
 use crate::error::{Error, Result};
@@ -180,7 +180,7 @@ impl Wtx<'_> {
         }
         if email.deliveries.iter().all(|d| is_final(&d.status)) {
             email.next_attempt_at = None;
-            email.summary.folder = email.summary.folder.once_sent();
+            email.summary.folder = Folder::once_sent(email.summary.folder);
         } else {
             email.next_attempt_at = Some(retry_at);
             self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
@@ -321,7 +321,7 @@ impl Wtx<'_> {
             if let Some(due) = email.next_attempt_at.take() {
                 self.tx.open_table(QUEUE)?.remove((due, id))?;
             }
-            email.summary.folder = email.summary.folder.once_sent();
+            email.summary.folder = Folder::once_sent(email.summary.folder);
         }
         email.summary.status = overall_status(&email).into();
         self.replace_email(&before, &email)?;

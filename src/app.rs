@@ -111,6 +111,7 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
         tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
     let queue = tokio::spawn(crate::queue::run(app.clone(), shutdown.clone()));
     let sequences = tokio::spawn(crate::sequences::run(app.clone(), shutdown.clone()));
+    let warmup = tokio::spawn(crate::warmup::run(app.clone(), shutdown.clone()));
     let tidy = {
         let app = app.clone();
         tokio::spawn(async move {
@@ -143,6 +144,7 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     // Attempts in flight commit their outcomes before the store closes.
     let _ = queue.await;
     let _ = sequences.await;
+    let _ = warmup.await;
     tidy.abort();
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);

@@ -16,6 +16,24 @@ pub struct Config {
     pub api: Api,
     pub health: Health,
     pub log: Log,
+    pub warmup: Warmup,
+}
+
+#[derive(Debug, Clone)]
+pub struct Warmup {
+    /// How often the warmup engine looks for sends that are due.
+    pub tick: Duration,
+    /// The time over which a day's sends are spread (a send every `spread / dailyLimit`, with
+    /// jitter).
+    pub spread: Duration,
+    /// Replies go out after a random delay up to this.
+    pub reply_delay: Duration,
+    /// Warmup messages (hidden from users) are deleted this long after they were sent or
+    /// received.
+    pub keep: Duration,
+    /// Warmup addresses on other edgemail instances: partners to send to, and senders whose
+    /// warmup mail is recognized. Lower-cased.
+    pub peers: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -168,6 +186,13 @@ impl Default for Config {
                 .to_vec(),
             },
             log: Log { level: "info".into() },
+            warmup: Warmup {
+                tick: Duration::from_secs(60),
+                spread: Duration::from_secs(86_400),
+                reply_delay: Duration::from_secs(30 * 60),
+                keep: Duration::from_secs(7 * 86_400),
+                peers: Vec::new(),
+            },
         }
     }
 }
@@ -354,6 +379,34 @@ const KEYS: &[(&str, Setter)] = &[
     }),
     ("api.burst", |c, v| {
         c.api.burst = positive(v)?;
+        Ok(())
+    }),
+    ("warmup.tick", |c, v| {
+        c.warmup.tick = parse_duration(v)?.max(Duration::from_millis(10));
+        Ok(())
+    }),
+    ("warmup.spread", |c, v| {
+        c.warmup.spread = parse_duration(v)?;
+        Ok(())
+    }),
+    ("warmup.reply_delay", |c, v| {
+        c.warmup.reply_delay = parse_duration(v)?;
+        Ok(())
+    }),
+    ("warmup.keep", |c, v| {
+        c.warmup.keep = parse_duration(v)?;
+        Ok(())
+    }),
+    ("warmup.peers", |c, v| {
+        c.warmup.peers = v
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| match crate::address::parse(s) {
+                Ok(a) => Ok(format!("{}@{}", a.local.to_ascii_lowercase(), a.domain)),
+                Err(why) => Err(format!("{s:?} is not an email address: {why}")),
+            })
+            .collect::<Result<_, _>>()?;
         Ok(())
     }),
     ("log.level", |c, v| {

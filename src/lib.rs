@@ -17,6 +17,7 @@
 //! - `sequences` the follow-up engine: due steps, merge fields, threading
 //! - `ratelimit` per-IP token buckets for the public tools
 //! - `tracking` signed tokens and link rewriting for opens, clicks and unsubscribes
+//! - `warmup`   mailbox warmup: the ramp, the sending engine, recognizing and answering warmup mail
 //! - `dns`      hickory resolver: MX verdicts and delivery destinations
 //! - `tools`    address checks shared with the public tools (disposable domains)
 //! - `address`  address, local part and domain syntax
@@ -54,3 +55,4 @@ pub mod smtp;
 pub mod store;
 pub mod tools;
 pub mod tracking;
+pub mod warmup;

@@ -14,6 +14,7 @@ pub mod sender_groups;
 pub mod sequences;
 pub mod tools;
 pub mod tracking;
+pub mod warmup;
 
 use hyper::Method;
 
@@ -51,6 +52,9 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/campaign-stats", Analytics, handler!(analytics::campaign_stats)),
         r(Method::GET, "/v1/bounces", Analytics, handler!(bounces::stats)),
         r(Method::GET, "/v1/domain-health", Analytics, handler!(health::domain_health)),
+        r(Method::GET, "/v1/warmup", Analytics, handler!(warmup::list)),
+        r(Method::POST, "/v1/warmup", Domain, handler!(warmup::enroll)),
+        r(Method::DELETE, "/v1/warmup/{address}", Domain, handler!(warmup::disable)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
         r(
@@ -80,4 +84,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = tools::parse_subject_lines(data);
     let _ = tools::parse_validate(data);
     let _ = health::parse_check(data);
+    let _ = warmup::parse_enroll(data, "example.com");
 }

@@ -99,6 +99,11 @@ pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<Strin
     full.extend_from_slice(results.as_bytes());
     full.extend_from_slice(&raw);
     let seen = inspect(&full, now).ok_or_else(|| Error::invalid("unparseable message", ""))?;
+    if let Some(id) =
+        crate::warmup::receive::take(app, &envelope.recipients, &seen, &full, now).await?
+    {
+        return Ok(id);
+    }
     let mut mailboxes = Vec::new();
     let mut bounce_ids = Vec::new();
     let mut to_system = false;

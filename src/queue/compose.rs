@@ -56,6 +56,7 @@ pub fn render(app: &App, email: &Email, domain: &crate::store::Domain) -> Result
         in_reply_to: email.in_reply_to.as_deref(),
         unsubscribe,
     })?;
+    let raw = crate::warmup::mark(email, raw);
     let signer = app.signers.get(domain)?;
     signer.sign(&raw).map_err(|e| Error::internal(format!("signing {}: {e}", email.summary.id)))
 }

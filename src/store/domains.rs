@@ -61,6 +61,7 @@ impl Wtx<'_> {
         self.remove_domain_sequences(name)?;
         removed.sender_groups = drain_domain(&mut self.tx.open_table(GROUPS)?, name)?;
         drain_domain(&mut self.tx.open_table(MAILBOXES)?, name)?;
+        drain_domain(&mut self.tx.open_table(WARMUP)?, name)?;
         removed.keys_revoked = self.revoke_domain_keys(name)?;
         Ok(removed)
     }

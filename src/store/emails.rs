@@ -17,6 +17,9 @@ pub enum Folder {
     Outbox,
     Drafts,
     Trash,
+    /// Warmup traffic (`crate::warmup`): stored like any mail, never listed or returned by the
+    /// emails API, so it never reaches what users see.
+    Warmup,
 }
 
 impl Folder {
@@ -30,6 +33,7 @@ impl Folder {
             Folder::Outbox => "outbox",
             Folder::Drafts => "drafts",
             Folder::Trash => "trash",
+            Folder::Warmup => "warmup",
         }
     }
 
@@ -37,7 +41,17 @@ impl Folder {
         Folder::ALL.into_iter().find(|f| f.name() == name)
     }
 
-    fn code(self) -> u8 {
+    /// Folders the emails API never shows.
+    pub fn is_hidden(self) -> bool {
+        self == Folder::Warmup
+    }
+
+    /// Where a message goes once every recipient has a final status.
+    pub fn once_sent(self) -> Folder {
+        if self.is_hidden() { self } else { Folder::Sent }
+    }
+
+    pub(super) fn code(self) -> u8 {
         self as u8
     }
 }
@@ -153,7 +167,9 @@ impl Wtx<'_> {
     pub fn delete_email(&mut self, domain: &str, id: &str) -> Result<Deleted> {
         let mut emails = self.tx.open_table(EMAILS)?;
         let found = emails.get(id)?.map(|v| decode::<Email>(v.value())).transpose()?;
-        let Some(mut email) = found.filter(|e| e.domain() == domain) else {
+        let Some(mut email) =
+            found.filter(|e| e.domain() == domain && !e.summary.folder.is_hidden())
+        else {
             return Err(Error::not_found("email"));
         };
         if let Some(due) = email.next_attempt_at.take() {
@@ -230,7 +246,7 @@ impl Rtx {
         let table = self.tx.open_table(EMAILS)?;
         let found = table.get(id)?;
         let email = found.map(|v| decode::<Email>(v.value())).transpose()?;
-        Ok(email.filter(|e| e.domain() == domain))
+        Ok(email.filter(|e| e.domain() == domain && !e.summary.folder.is_hidden()))
     }
 
     /// Up to `limit` summaries of a folder, newest first, as a JSON array.

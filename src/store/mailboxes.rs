@@ -53,6 +53,7 @@ impl Wtx<'_> {
         let address = format!("{local}@{domain}");
         self.delete_mailbox_contents(&address)?;
         self.remove_from_groups(domain, &address)?;
+        self.remove_warmup(domain, local)?;
         Ok(())
     }
 

@@ -86,6 +86,7 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(ENROLLMENTS_ACTIVE)?;
     tx.open_table(ENROLLMENTS_DUE)?;
     tx.open_table(DAILY_STATS)?;
+    tx.open_table(WARMUP)?;
     Ok(())
 }
 

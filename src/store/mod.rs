@@ -14,6 +14,7 @@ mod outbound;
 mod sequences;
 mod stats;
 mod tables;
+mod warmup;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,7 @@ pub use mailboxes::Mailbox;
 pub use outbound::{Batch, Outcome, Suppression, Tracking, is_final, overall_status};
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
 pub use stats::{DayCounts, day_of};
+pub use warmup::Warmup;
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE: &str = "edgemail.redb";

@@ -264,7 +264,7 @@ impl Wtx<'_> {
         }
         if email.deliveries.iter().all(|d| is_final(&d.status)) {
             email.next_attempt_at = None;
-            email.summary.folder = Folder::Sent;
+            email.summary.folder = Folder::once_sent(email.summary.folder);
         } else {
             email.next_attempt_at = Some(retry_at);
             self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
@@ -440,7 +440,7 @@ impl Wtx<'_> {
             if let Some(due) = email.next_attempt_at.take() {
                 self.tx.open_table(QUEUE)?.remove((due, id))?;
             }
-            email.summary.folder = Folder::Sent;
+            email.summary.folder = Folder::once_sent(email.summary.folder);
         }
         email.summary.status = overall_status(&email).into();
         self.replace_email(&before, &email)?;

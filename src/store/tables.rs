@@ -63,3 +63,5 @@ pub const ENROLLMENTS_DUE: TableDefinition<(u64, &str), ()> =
 /// (domain, UTC day number since the epoch) -> `DayCounts`: delivery and engagement counters, so a
 /// window of days is one range read.
 pub const DAILY_STATS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("daily_stats");
+/// (domain, local part) -> `Warmup`: a mailbox's warmup settings and counters.
+pub const WARMUP: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("warmup");

@@ -58,6 +58,7 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         ("POST", "/v1/sequences/{id}/enroll") => {
             Some(json!({"contacts": [{"email": "ada@example.org"}]}))
         }
+        ("POST", "/v1/warmup") => Some(json!({"mailbox": "probe", "replyRate": 0.5})),
         _ => panic!("no valid body known for {method} {template}; add one to auth.rs"),
     }
 }

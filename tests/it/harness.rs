@@ -107,12 +107,18 @@ impl Server {
     }
 
     pub fn start_with(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_smtp_on(data, "127.0.0.1:0", args, env)
+    }
+
+    /// `start_with`, with the SMTP listener on a chosen address (a server that delivers to
+    /// itself needs its port before it starts).
+    pub fn start_smtp_on(data: &Path, smtp: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let log = data.join(format!("server-{}.log", crate::harness::unique()));
         let stderr = std::fs::File::create(&log).expect("log file");
         let mut cmd = Command::new(BIN);
         cmd.args(["serve", "--data"])
             .arg(data)
-            .args(["--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"])
+            .args(["--http", "127.0.0.1:0", "--smtp", smtp])
             .args(args);
         cmd.env_remove("RUST_LOG");
         for (k, v) in env {

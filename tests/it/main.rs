@@ -25,3 +25,4 @@ mod send;
 mod sender_groups;
 mod sequences;
 mod tools;
+mod warmup;

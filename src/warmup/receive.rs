@@ -1,0 +1,222 @@
+//! Warmup mail arriving at our MX. A message is warmup traffic when it carries the warmup header,
+//! every recipient is a mailbox with a warmup enrollment, and the sender is known: a local warmup
+//! mailbox whose header names a warmup message it really sent, or a configured peer. Such mail is
+//! stored in the hidden warmup folder (never the inbox), counted, and answered with the
+//! recipient's reply rate; it counts as landed only with a passing DKIM signature for the
+//! sender's domain. Anything else takes the normal inbound path.
+
+use rand::RngExt;
+
+use super::{HEADER, SEND_TYPE, compose, key_of, text};
+use crate::app::App;
+use crate::error::Result;
+use crate::ids::new_id;
+use crate::inbound::Inspected;
+use crate::queue::compose::split_display;
+use crate::store::{Email, Folder, Wtx};
+
+/// Whether our Authentication-Results (the first such header: we put it on top) show a DKIM
+/// pass for `domain`.
+pub fn dkim_passes(email: &Email, domain: &str) -> bool {
+    let Some(results) =
+        email.headers.iter().find(|h| h.name.eq_ignore_ascii_case("Authentication-Results"))
+    else {
+        return false;
+    };
+    let wanted = format!("header.d={domain}");
+    results.value.split(';').map(str::trim).any(|clause| {
+        clause.starts_with("dkim=pass")
+            && clause.split_whitespace().any(|t| t.eq_ignore_ascii_case(&wanted))
+    })
+}
+
+fn header<'a>(email: &'a Email, name: &str) -> Option<&'a str> {
+    email.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value.trim())
+}
+
+/// What the receiving side needs, taken from the message before the write.
+struct Arrival {
+    marker: String,
+    from: String,
+    recipients: Vec<String>,
+    authenticated: bool,
+    peer: bool,
+    is_reply: bool,
+    parents: Vec<String>,
+    email: Email,
+    raw: Vec<u8>,
+    now: u64,
+}
+
+/// Handles `seen` as warmup traffic when it is; returns the id of its first stored copy, or
+/// `None` when the message is not warmup mail (nothing was written then).
+pub async fn take(
+    app: &App,
+    recipients: &[String],
+    seen: &Inspected,
+    raw: &[u8],
+    now: u64,
+) -> Result<Option<String>> {
+    let Some(marker) = header(&seen.email, HEADER) else {
+        return Ok(None);
+    };
+    let (_, from) = split_display(&seen.email.summary.from);
+    let from = from.to_ascii_lowercase();
+    let (sender_domain, _) = key_of(&from);
+    let arrival = Arrival {
+        marker: marker.to_owned(),
+        authenticated: dkim_passes(&seen.email, sender_domain),
+        peer: app.config.warmup.peers.contains(&from),
+        recipients: recipients.iter().map(|r| r.to_ascii_lowercase()).collect(),
+        is_reply: seen.email.in_reply_to.is_some(),
+        parents: seen.parents.clone(),
+        from,
+        email: seen.email.clone(),
+        raw: raw.to_vec(),
+        now,
+    };
+    let delays: Vec<u64> =
+        arrival.recipients.iter().map(|_| super::reply_delay(app).as_millis() as u64).collect();
+    let outcome = app.store.write(move |w| accept(w, arrival, &delays)).await?;
+    Ok(match outcome {
+        Some((id, replies)) => {
+            if replies > 0 {
+                app.queue.wake();
+            }
+            Some(id)
+        }
+        None => None,
+    })
+}
+
+/// Stores, counts and answers an arrival inside one write; `None` when it is not warmup mail.
+fn accept(w: &mut Wtx<'_>, a: Arrival, delays: &[u64]) -> Result<Option<(String, usize)>> {
+    if a.recipients.is_empty() {
+        return Ok(None);
+    }
+    for r in &a.recipients {
+        let (domain, local) = key_of(r);
+        if w.warmup(domain, local)?.is_none() {
+            return Ok(None);
+        }
+    }
+    let sent_here = w.email_in_write(&a.marker)?.is_some_and(|e| {
+        e.send_type.as_deref() == Some(SEND_TYPE) && e.summary.mailbox.eq_ignore_ascii_case(&a.from)
+    });
+    if !(sent_here || a.peer) {
+        return Ok(None);
+    }
+    let copies: Vec<Email> = a
+        .recipients
+        .iter()
+        .map(|r| {
+            let mut copy = a.email.clone();
+            copy.summary.id = new_id("em");
+            copy.summary.mailbox = r.clone();
+            copy.summary.folder = Folder::Warmup;
+            copy
+        })
+        .collect();
+    w.store_received(&copies, &a.raw)?;
+    // Landed: the message reached a partner's mailbox authenticated, so an inbox provider would
+    // file it in the inbox. A local sender learns it here; a peer-bound message learns it from
+    // the peer's reply.
+    if sent_here && a.authenticated {
+        bump_landed(w, &a.from)?;
+    }
+    if a.is_reply && a.authenticated {
+        for parent in &a.parents {
+            let Some(original_id) = w.email_for_message_id(parent)? else {
+                continue;
+            };
+            if let Some(original) = w.email_in_write(&original_id)?
+                && original.send_type.as_deref() == Some(SEND_TYPE)
+            {
+                let to = original.summary.to.first().cloned().unwrap_or_default();
+                if !w.hosts_in_write(key_of(&to).0)? {
+                    bump_landed(w, &original.summary.mailbox)?;
+                }
+            }
+            break;
+        }
+    }
+    let mut replies = 0;
+    for (i, r) in a.recipients.iter().enumerate() {
+        let (domain, local) = key_of(r);
+        let Some(mut rec) = w.warmup(domain, local)? else {
+            continue;
+        };
+        rec.roll(a.now);
+        rec.received_today = rec.received_today.saturating_add(1);
+        rec.received_total += 1;
+        // Only conversation starters are answered, so two partners never loop.
+        let answer = !a.is_reply
+            && rec.can_send(a.now)
+            && a.email.message_id.is_some()
+            && rand::rng().random_bool(rec.reply_rate.clamp(0.0, 1.0));
+        if answer {
+            let display = w.mailbox_in_write(domain, local)?.and_then(|m| m.display_name);
+            let sender = text::first_name(display.as_deref(), r);
+            let (name, _) = split_display(&a.email.summary.from);
+            let recipient = text::first_name(name.as_deref(), &a.from);
+            let body = text::reply(&mut rand::rng(), &a.email.summary.subject, &sender, &recipient);
+            let due = a.now + delays.get(i).copied().unwrap_or(0);
+            let email = compose(
+                r,
+                display.as_deref(),
+                &a.from,
+                body,
+                a.email.message_id.clone(),
+                a.now,
+                due,
+            );
+            w.enqueue(&email, due)?;
+            rec.count_sent(&email.summary.id, true);
+            replies += 1;
+        }
+        w.put_warmup(&rec)?;
+    }
+    Ok(copies.first().map(|c| (c.summary.id.clone(), replies)))
+}
+
+fn bump_landed(w: &mut Wtx<'_>, mailbox: &str) -> Result<()> {
+    let (domain, local) = key_of(mailbox);
+    if let Some(mut rec) = w.warmup(domain, local)? {
+        rec.landed_total += 1;
+        w.put_warmup(&rec)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Header;
+
+    fn with_results(value: &str) -> Email {
+        Email {
+            headers: vec![
+                Header { name: "Received".into(), value: "from x".into() },
+                Header { name: "Authentication-Results".into(), value: value.into() },
+                Header {
+                    name: "Authentication-Results".into(),
+                    value: "forged; dkim=pass header.d=evil.test".into(),
+                },
+            ],
+            ..Email::default()
+        }
+    }
+
+    #[test]
+    fn dkim_pass_must_be_ours_and_for_the_sender_domain() {
+        let ok = with_results(
+            "mx.test;\r\n\tdkim=pass header.d=alpha.test header.s=rsa header.b=abc;\r\n\tspf=none",
+        );
+        assert!(dkim_passes(&ok, "alpha.test"));
+        assert!(!dkim_passes(&ok, "beta.test"));
+        let failed = with_results("mx.test; dkim=fail header.d=alpha.test; spf=pass");
+        assert!(!dkim_passes(&failed, "alpha.test"));
+        assert!(!dkim_passes(&failed, "evil.test"), "only the first (our) header counts");
+        assert!(!dkim_passes(&Email::default(), "alpha.test"));
+    }
+}

@@ -11,12 +11,9 @@ cd "$(dirname "$0")/.."
 MESSAGES=${MESSAGES:-20000}
 SESSIONS=${SESSIONS:-16}
 SIZE=${SIZE:-10240}
-command -v dnsmasq >/dev/null || apt-get install -y dnsmasq-base >/dev/null
-SOURCE=/tmp/postfix-bench/usr/sbin/smtp-source
-if [ ! -x "$SOURCE" ]; then
-  (cd /tmp && apt-get download postfix >/dev/null && dpkg -x postfix_*.deb /tmp/postfix-bench)
-fi
-export LD_LIBRARY_PATH=/tmp/postfix-bench/usr/lib/postfix
+source benches/common.sh
+postfix_tools
+SOURCE=$POSTFIX_TOOLS/smtp-source
 cargo build --release --quiet
 BIN=target/release/edgemail
 DATA=$(mktemp -d /tmp/edgemail-inbound.XXXXXX)

@@ -12,11 +12,8 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 MESSAGES=${MESSAGES:-10000}
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
-command -v dnsmasq >/dev/null || apt-get install -y dnsmasq-base >/dev/null
-SINK_BIN=/tmp/postfix-bench/usr/sbin/smtp-sink
-if [ ! -x "$SINK_BIN" ]; then
-  (cd /tmp && apt-get download postfix >/dev/null && dpkg -x postfix_*.deb /tmp/postfix-bench)
-fi
+source benches/common.sh
+postfix_tools
 cargo build --release --quiet
 BIN=target/release/edgemail
 DATA=$(mktemp -d /tmp/edgemail-send.XXXXXX)
@@ -24,13 +21,8 @@ cleanup() { kill ${PIDS:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf
 trap cleanup EXIT
 PIDS=""
 DNS_PORT=5399; SINK_PORT=2599
-dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0.0.1 --bind-interfaces \
-  --no-resolv --no-hosts --mx-host=bench.test,mx.bench.test,10 --address=/mx.bench.test/127.0.0.1 \
-  --log-facility=/dev/null &
-PIDS="$PIDS $!"
-# smtp-sink: pipelining on, 1000 connections backlog; -c prints counters we do not need.
-LD_LIBRARY_PATH=/tmp/postfix-bench/usr/lib/postfix "$SINK_BIN" -u "$(id -un)" 127.0.0.1:$SINK_PORT 1000 &
-PIDS="$PIDS $!"
+start_mx_dns $DNS_PORT
+start_sink $SINK_PORT
 
 $BIN domain add bench.example --data "$DATA" >/dev/null
 KEY=$($BIN key create --name bench --domain bench.example --data "$DATA" | tail -n 1)

@@ -87,4 +87,4 @@ sleep "$IDLE_SECONDS"
 AFTER=$(cpu)
 echo "server CPU while $WAITING wait: $(( (AFTER - BEFORE) * 1000 / TICKS )) ms of CPU in ${IDLE_SECONDS} s" \
   "($(echo "scale=3; ($AFTER - $BEFORE) * 100 / $TICKS / $IDLE_SECONDS" | bc) % of one core)"
-grep -c . "$DATA/server.log" | xargs echo "server log lines (warnings/errors):"
+echo "server warnings/errors:"; grep -v "^listening\|^ready$" "$DATA/server.log" | head -5 || true

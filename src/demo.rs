@@ -33,7 +33,13 @@ pub fn prepare(store: &Store, base_url: &str) -> Result<String> {
          -X POST {base_url}/v1/contacts {auth} {json} -d \
          '{{\"email\":\"jane@example.com\",\"name\":\"Jane Doe\"}}'\n  curl -s -X POST \
          {base_url}/v1/sender-groups {auth} {json} -d '{{\"name\":\"Launch\",\"mailboxes\":\"all\",\
-         \"emails\":\"jane@example.com, joe@example.com\"}}'\n  curl -s {base_url}/openapi.json\n\n"
+         \"emails\":\"jane@example.com, joe@example.com\"}}'\n  curl -s -X POST \
+         {base_url}/v1/sequences {auth} {json} -d '{{\"name\":\"Welcome\",\"from\":\"{MAILBOX}@{DOMAIN}\",\
+         \"steps\":[{{\"type\":\"send_email\",\"subject\":\"Hi {{{{name}}}}\",\"html\":\"<p>Hi \
+         {{{{name}}}}!</p>\"}},{{\"type\":\"delay\",\"delayMs\":86400000}},{{\"type\":\"send_email\",\
+         \"subject\":\"\",\"html\":\"<p>Just checking in.</p>\"}}]}}'\n  curl -s \
+         {base_url}/v1/sequences {auth}\n  curl -s {base_url}/v1/domain-health {auth}\n  curl -s \
+         {base_url}/openapi.json\n\n"
     ))
 }
 

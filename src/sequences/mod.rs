@@ -112,6 +112,11 @@ fn advance(
         w.transition(e, sequence, status, now)?;
         return Ok(0);
     }
+    if !w.mailbox_exists(&sequence.from)? {
+        // The sending mailbox was deleted: nothing may go out in its name any more.
+        w.transition(e, sequence, "cancelled", now)?;
+        return Ok(0);
+    }
     let mut sent = 0;
     loop {
         let Some(step) = sequence.steps.get(e.step as usize).cloned() else {

@@ -57,6 +57,12 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// Whether `address` (lower-cased `local@domain`) is a mailbox.
+    pub fn mailbox_exists(&self, address: &str) -> Result<bool> {
+        let (local, domain) = address.rsplit_once('@').unwrap_or((address, ""));
+        Ok(self.tx.open_table(MAILBOXES)?.get((domain, local))?.is_some())
+    }
+
     pub(super) fn domain_mailboxes(&self, domain: &str) -> Result<Vec<Mailbox>> {
         scan_domain(&self.tx.open_table(MAILBOXES)?, domain)
     }

@@ -247,6 +247,44 @@ fn enrollment_rules_and_delete_cancel_what_is_scheduled() {
 }
 
 #[test]
+fn an_unsubscribe_from_a_step_message_cancels_the_enrollment() {
+    let w = MailWorld::start();
+    let id = two_touches(&w, 1500);
+    enroll(&w, &id, json!([{"email": "ada@example.org", "mergeFields": {"firstName": "Ada"}}]));
+    let got = w.sink.wait_for(1, Duration::from_secs(10));
+    let list = header(&got[0].data, "List-Unsubscribe").expect("List-Unsubscribe"); // ok: test
+    let url = list[1..].split('>').next().expect("url"); // ok: test
+    let path = &url[url.find("/t/u/").expect("unsubscribe path")..]; // ok: test
+    let anonymous = w.server.client(None);
+    let one_click = anonymous.raw(
+        "POST",
+        path,
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        Some(b"List-Unsubscribe=One-Click"),
+    );
+    assert_eq!(one_click.status, 200, "{}", one_click.text());
+    let item = wait_stats(&w, &id, |s| s["cancelled"] == 1);
+    assert_eq!(item["stats"]["active"], 0);
+    std::thread::sleep(Duration::from_millis(2000));
+    assert_eq!(w.sink.messages().len(), 1, "no follow-up after an unsubscribe");
+    let suppressions = w.api().get("/v1/suppressions").expect(200).json();
+    assert_eq!(suppressions["items"][0]["reason"], "unsubscribed", "{suppressions}");
+}
+
+#[test]
+fn deleting_the_sending_mailbox_cancels_what_is_left() {
+    let w = MailWorld::start();
+    let id = two_touches(&w, 1000);
+    enroll(&w, &id, json!([{"email": "ada@example.org", "mergeFields": {"firstName": "Ada"}}]));
+    w.sink.wait_for(1, Duration::from_secs(10));
+    w.api().delete("/v1/mailboxes/sales").expect(200);
+    let item = wait_stats(&w, &id, |s| s["cancelled"] == 1);
+    assert_eq!(item["stats"]["active"], 0);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(w.sink.messages().len(), 1, "nothing is sent from a deleted mailbox");
+}
+
+#[test]
 fn a_follow_up_survives_sigkill_between_steps_and_is_sent_once() {
     let mut w = MailWorld::start();
     let id = two_touches(&w, 2000);

@@ -306,6 +306,8 @@ struct Seen {
     settled: Vec<(String, String)>,
     /// Whether stored warmup mail is older than `warmup.keep`.
     prune: bool,
+    /// Partners this mailbox's domain has suppressed (a bounce, complaint or unsubscribe).
+    suppressed: Vec<String>,
 }
 
 /// Old warmup mail deleted per mailbox and round, so one write stays small.
@@ -316,10 +318,11 @@ const PRUNE_BATCH: usize = 200;
 async fn tick(app: &App) -> Result<()> {
     let now = now_ms();
     let cutoff = now.saturating_sub(app.config.warmup.keep.as_millis() as u64);
+    let peers = app.config.warmup.peers.clone();
     let seen = app
         .store
         .read(move |r| {
-            let mut out = Vec::new();
+            let mut out: Vec<Seen> = Vec::new();
             for record in r.all_warmups()? {
                 let (domain, local) = key_of(&record.mailbox);
                 let display_name = r.mailbox(domain, local)?.and_then(|m| m.display_name);
@@ -334,7 +337,17 @@ async fn tick(app: &App) -> Result<()> {
                     }
                 }
                 let prune = r.oldest_warmup_mail(&record.mailbox)?.is_some_and(|at| at < cutoff);
-                out.push(Seen { record, display_name, settled, prune });
+                out.push(Seen { record, display_name, settled, prune, suppressed: Vec::new() });
+            }
+            let enabled: Vec<String> =
+                out.iter().filter(|s| s.record.enabled).map(|s| s.record.mailbox.clone()).collect();
+            for s in out.iter_mut() {
+                let (domain, _) = key_of(&s.record.mailbox);
+                for candidate in enabled.iter().chain(peers.iter()) {
+                    if r.suppression(domain, candidate)?.is_some() {
+                        s.suppressed.push(candidate.clone());
+                    }
+                }
             }
             Ok(out)
         })
@@ -342,11 +355,11 @@ async fn tick(app: &App) -> Result<()> {
     let local: Vec<String> =
         seen.iter().filter(|s| s.record.enabled).map(|s| s.record.mailbox.clone()).collect();
     let spread = app.config.warmup.spread.as_millis() as u64;
-    for Seen { record, display_name, settled, prune } in seen {
+    for Seen { record, display_name, settled, prune, suppressed } in seen {
         let mut due = record.clone();
         due.roll(now);
         let candidate = if due.can_send(now) && now >= due.next_send_at {
-            partner(&record.mailbox, &local, &app.config.warmup.peers).map(|to| {
+            partner(&record.mailbox, &local, &app.config.warmup.peers, &suppressed).map(|to| {
                 let mut rng = rand::rng();
                 let sender = text::first_name(display_name.as_deref(), &record.mailbox);
                 let body = text::message(&mut rng, &sender, &text::first_name(None, &to));
@@ -398,10 +411,19 @@ async fn tick(app: &App) -> Result<()> {
     Ok(())
 }
 
-/// A random partner for `mailbox`: another enabled local warmup mailbox or a configured peer.
-fn partner(mailbox: &str, local: &[String], peers: &[String]) -> Option<String> {
-    let candidates: Vec<&String> =
-        local.iter().chain(peers.iter()).filter(|a| a.as_str() != mailbox).collect();
+/// A random partner for `mailbox`: another enabled local warmup mailbox or a configured peer,
+/// never one its domain has suppressed (warmup must not hammer an address that bounced).
+fn partner(
+    mailbox: &str,
+    local: &[String],
+    peers: &[String],
+    suppressed: &[String],
+) -> Option<String> {
+    let candidates: Vec<&String> = local
+        .iter()
+        .chain(peers.iter())
+        .filter(|a| a.as_str() != mailbox && !suppressed.iter().any(|s| s.eq_ignore_ascii_case(a)))
+        .collect();
     if candidates.is_empty() {
         return None;
     }
@@ -474,13 +496,21 @@ mod tests {
     }
 
     #[test]
-    fn partners_exclude_the_mailbox_itself() {
+    fn partners_exclude_the_mailbox_itself_and_suppressed_addresses() {
         let local = vec!["a@x.test".to_owned(), "b@x.test".to_owned()];
         for _ in 0..20 {
-            assert_eq!(partner("a@x.test", &local, &[]).as_deref(), Some("b@x.test"));
+            assert_eq!(partner("a@x.test", &local, &[], &[]).as_deref(), Some("b@x.test"));
         }
-        assert_eq!(partner("a@x.test", &local[..1], &[]), None);
+        assert_eq!(partner("a@x.test", &local[..1], &[], &[]), None);
         let peers = vec!["p@peer.test".to_owned()];
-        assert_eq!(partner("a@x.test", &local[..1], &peers).as_deref(), Some("p@peer.test"));
+        assert_eq!(partner("a@x.test", &local[..1], &peers, &[]).as_deref(), Some("p@peer.test"));
+        let suppressed = vec!["P@peer.test".to_owned()];
+        for _ in 0..20 {
+            assert_eq!(
+                partner("a@x.test", &local, &peers, &suppressed).as_deref(),
+                Some("b@x.test")
+            );
+        }
+        assert_eq!(partner("a@x.test", &local[..1], &peers, &suppressed), None);
     }
 }

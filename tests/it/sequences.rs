@@ -120,7 +120,8 @@ fn a_three_step_sequence_sends_both_steps_in_order_merged_and_threaded() {
 #[test]
 fn a_paused_sequence_sends_nothing_until_it_resumes() {
     let w = MailWorld::start();
-    let id = two_touches(&w, 1500);
+    // Long enough that the pause surely lands before the follow-up is due, even on a busy machine.
+    let id = two_touches(&w, 2500);
     enroll(&w, &id, json!([{"email": "ada@example.org", "mergeFields": {"firstName": "Ada"}}]));
     w.sink.wait_for(1, Duration::from_secs(10));
     let paused = w
@@ -131,7 +132,7 @@ fn a_paused_sequence_sends_nothing_until_it_resumes() {
     assert_eq!(paused, json!({"id": id, "status": "paused"}));
     assert_eq!(listed(&w, &id)["status"], "paused");
     // The follow-up comes due while paused: it must wait.
-    std::thread::sleep(Duration::from_millis(3000));
+    std::thread::sleep(Duration::from_millis(3500));
     assert_eq!(w.sink.messages().len(), 1, "nothing is sent while paused");
     let path = format!("/v1/sequences/{id}/enroll");
     w.api()
@@ -148,7 +149,7 @@ fn a_paused_sequence_sends_nothing_until_it_resumes() {
 fn a_reply_stops_the_follow_up_and_a_hard_bounce_ends_the_enrollment() {
     let w = MailWorld::start();
     w.sink.set_rcpt_reply("bob@example.net", vec!["550 5.1.1 no such user"]);
-    let id = two_touches(&w, 2500);
+    let id = two_touches(&w, 4000);
     enroll(
         &w,
         &id,
@@ -165,8 +166,8 @@ fn a_reply_stops_the_follow_up_and_a_hard_bounce_ends_the_enrollment() {
     assert!(s.mail("ada@example.org", &["sales@alpha.test"], &reply).starts_with("250"));
     let item = wait_stats(&w, &id, |s| s["replied"] == 1 && s["bounced"] == 1);
     assert_eq!(item["stats"]["active"], 0, "{item}");
-    // Well past the delay: no follow-up for either contact.
-    std::thread::sleep(Duration::from_millis(3500));
+    // Well past the delay (counted from the first step): no follow-up for either contact.
+    std::thread::sleep(Duration::from_millis(4500));
     assert_eq!(messages_to(&w, "ada@example.org").len(), 1);
     assert!(messages_to(&w, "bob@example.net").is_empty());
     let stats = w.api().get("/v1/campaign-stats").expect(200).json();

@@ -24,3 +24,27 @@ start_sink() {
   "$POSTFIX_TOOLS/smtp-sink" -u "$(id -un)" "127.0.0.1:$1" 1000 &
   PIDS="$PIDS $!"
 }
+
+# A release build and a throwaway data directory ($DATA) with domain bench.example and an API
+# key ($KEY); on exit every process in $PIDS is stopped and $DATA removed. $1 names the bench.
+bench_data() {
+  cargo build --release --quiet
+  BIN=target/release/edgemail
+  DATA=$(mktemp -d "/tmp/edgemail-$1.XXXXXX")
+  PIDS=""
+  trap 'kill $PIDS 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DATA"' EXIT
+  $BIN domain add bench.example --data "$DATA" >/dev/null
+  KEY=$($BIN key create --name bench --domain bench.example --data "$DATA" | tail -n 1)
+}
+
+# `edgemail serve` on $DATA, HTTP and SMTP on free ports, with the arguments given (settings come
+# from the caller's environment); waits until it is ready, then sets SERVER (its pid), HTTP and
+# SMTP (its addresses).
+start_server() {
+  $BIN serve --data "$DATA" --http 127.0.0.1:0 --smtp 127.0.0.1:0 "$@" 2>"$DATA/server.log" &
+  SERVER=$!
+  PIDS="$PIDS $SERVER"
+  for _ in $(seq 100); do grep -q '^ready$' "$DATA/server.log" && break; sleep 0.1; done
+  HTTP=$(sed -n 's/^listening http=\([^ ]*\).*/\1/p' "$DATA/server.log")
+  SMTP=$(sed -n 's/.* smtp=\([^ ]*\).*/\1/p' "$DATA/server.log")
+}

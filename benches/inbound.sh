@@ -14,25 +14,13 @@ SIZE=${SIZE:-10240}
 source benches/common.sh
 postfix_tools
 SOURCE=$POSTFIX_TOOLS/smtp-source
-cargo build --release --quiet
-BIN=target/release/edgemail
-DATA=$(mktemp -d /tmp/edgemail-inbound.XXXXXX)
-PIDS=""
-cleanup() { kill $PIDS 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DATA"; }
-trap cleanup EXIT
+bench_data inbound
 DNS_PORT=5398
 dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0.0.1 --bind-interfaces \
   --no-resolv --no-hosts --txt-record=sender.test,"v=spf1 ip4:127.0.0.1 -all" \
   --txt-record=_dmarc.sender.test,"v=DMARC1; p=none" --log-facility=/dev/null 2>/dev/null &
 PIDS="$PIDS $!"
-$BIN domain add bench.example --data "$DATA" >/dev/null
-KEY=$($BIN key create --name bench --domain bench.example --data "$DATA" | tail -n 1)
-EDGEMAIL_LOG_LEVEL=warn $BIN serve --data "$DATA" --http 127.0.0.1:0 --smtp 127.0.0.1:0 \
-  --nameserver 127.0.0.1:$DNS_PORT 2>"$DATA/server.log" &
-PIDS="$PIDS $!"
-for _ in $(seq 100); do grep -q '^ready$' "$DATA/server.log" && break; sleep 0.1; done
-HTTP=$(sed -n 's/^listening http=\([^ ]*\).*/\1/p' "$DATA/server.log")
-SMTP=$(sed -n 's/.* smtp=\([^ ]*\).*/\1/p' "$DATA/server.log")
+EDGEMAIL_LOG_LEVEL=warn start_server --nameserver 127.0.0.1:$DNS_PORT
 curl -sf -o /dev/null -X POST "http://$HTTP/v1/mailboxes" -H "Authorization: Bearer $KEY" \
   -H 'Content-Type: application/json' -d '{"address":"inbox"}'
 echo "== $MESSAGES messages of $SIZE bytes over $SESSIONS connections to $SMTP"

@@ -14,25 +14,15 @@ MESSAGES=${MESSAGES:-10000}
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
 source benches/common.sh
 postfix_tools
-cargo build --release --quiet
-BIN=target/release/edgemail
-DATA=$(mktemp -d /tmp/edgemail-send.XXXXXX)
-cleanup() { kill ${PIDS:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DATA"; }
-trap cleanup EXIT
-PIDS=""
+bench_data send
 DNS_PORT=5399; SINK_PORT=2599
 start_mx_dns $DNS_PORT
 start_sink $SINK_PORT
-
-$BIN domain add bench.example --data "$DATA" >/dev/null
-KEY=$($BIN key create --name bench --domain bench.example --data "$DATA" | tail -n 1)
 # One key drives the whole load: lift its per-key limit (default 2,000/s) out of the way.
 EDGEMAIL_API_RATE_PER_SECOND=10000000 EDGEMAIL_API_BURST=10000000 \
 EDGEMAIL_DELIVERY_PORT=$SINK_PORT EDGEMAIL_LOG_LEVEL=warn \
-  $BIN serve --data "$DATA" --http 127.0.0.1:0 --nameserver 127.0.0.1:$DNS_PORT 2>"$DATA/server.log" &
-PIDS="$PIDS $!"
-for _ in $(seq 100); do grep -q '^ready$' "$DATA/server.log" && break; sleep 0.1; done
-BASE=http://$(sed -n 's/^listening http=\([^ ]*\).*/\1/p' "$DATA/server.log")
+  start_server --nameserver 127.0.0.1:$DNS_PORT
+BASE=http://$HTTP
 AUTH="Authorization: Bearer $KEY"
 curl -sf -o /dev/null -X POST "$BASE/v1/mailboxes" -H "$AUTH" -H 'Content-Type: application/json' \
   -d '{"address":"news","displayName":"Bench News"}'

@@ -11,26 +11,14 @@ WAITING=${WAITING:-100000}
 IDLE_SECONDS=${IDLE_SECONDS:-30}
 source benches/common.sh
 postfix_tools
-cargo build --release --quiet
-BIN=target/release/edgemail
-DATA=$(mktemp -d /tmp/edgemail-seq.XXXXXX)
-cleanup() { kill ${PIDS:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DATA"; }
-trap cleanup EXIT
-PIDS=""
+bench_data seq
 DNS_PORT=5398; SINK_PORT=2598
 start_mx_dns $DNS_PORT
 start_sink $SINK_PORT
-
-$BIN domain add bench.example --data "$DATA" >/dev/null
-KEY=$($BIN key create --name bench --domain bench.example --data "$DATA" | tail -n 1)
 EDGEMAIL_API_RATE_PER_SECOND=10000000 EDGEMAIL_API_BURST=10000000 \
 EDGEMAIL_DELIVERY_PORT=$SINK_PORT EDGEMAIL_LOG_LEVEL=warn \
-  $BIN serve --data "$DATA" --http 127.0.0.1:0 --smtp 127.0.0.1:0 --nameserver 127.0.0.1:$DNS_PORT \
-  2>"$DATA/server.log" &
-SERVER=$!
-PIDS="$PIDS $SERVER"
-for _ in $(seq 100); do grep -q '^ready$' "$DATA/server.log" && break; sleep 0.1; done
-BASE=http://$(sed -n 's/^listening http=\([^ ]*\).*/\1/p' "$DATA/server.log")
+  start_server --nameserver 127.0.0.1:$DNS_PORT
+BASE=http://$HTTP
 AUTH="Authorization: Bearer $KEY"
 post() { curl -sf -X POST "$BASE$1" -H "$AUTH" -H 'Content-Type: application/json' -d "$2"; }
 post /v1/mailboxes '{"address":"sales","displayName":"Bench Sales"}' >/dev/null

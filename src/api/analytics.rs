@@ -31,6 +31,17 @@ pub(super) async fn scope(ctx: &Ctx) -> Result<(Vec<String>, bool)> {
     }
 }
 
+/// The answer for `scope`'s domains: the one object for a domain-scoped key, else the array.
+pub(super) fn one_or_all<T: Serialize>(mut items: Vec<T>, single: bool) -> Result<Reply> {
+    if !single {
+        return Reply::ok(&items);
+    }
+    match items.pop() {
+        Some(one) => Reply::ok(&one),
+        None => Err(Error::not_found("domain")),
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Page {
@@ -65,13 +76,7 @@ pub async fn suppressions(ctx: Ctx) -> Result<Reply> {
                 .collect::<Result<Vec<Page>>>()
         })
         .await?;
-    if single {
-        // A domain-scoped key: its one page.
-        let page = pages.into_iter().next().ok_or_else(|| Error::not_found("domain"))?;
-        Reply::ok(&page)
-    } else {
-        Reply::ok(&pages)
-    }
+    one_or_all(pages, single)
 }
 
 #[derive(Serialize)]

@@ -48,7 +48,7 @@ pub async fn stats(ctx: Ctx) -> Result<Reply> {
     let days = int_param(ctx.query_value("days"), "days", 1, 90, 30)? as u32;
     let (domains, single) = scope(&ctx).await?;
     let now = crate::ids::now_ms();
-    let mut all = ctx
+    let all = ctx
         .app
         .store
         .read(move |r| {
@@ -61,12 +61,5 @@ pub async fn stats(ctx: Ctx) -> Result<Reply> {
                 .collect::<Result<Vec<BounceStats>>>()
         })
         .await?;
-    match (single, all.pop()) {
-        (true, Some(one)) => Reply::ok(&one),
-        (true, None) => Err(crate::error::Error::not_found("domain")),
-        (false, last) => {
-            all.extend(last);
-            Reply::ok(&all)
-        }
-    }
+    super::analytics::one_or_all(all, single)
 }

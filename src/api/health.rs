@@ -24,12 +24,7 @@ pub async fn domain_health(ctx: Ctx) -> Result<Reply> {
     let (dns, config) = (&ctx.app.dns, &ctx.app.config);
     let reports: Vec<Report> =
         join_all(domains.iter().map(|d| report(dns, config, &d.name, Some(d))).collect()).await;
-    if single {
-        let one = reports.into_iter().next().ok_or_else(|| Error::not_found("domain"))?;
-        Reply::ok(&one)
-    } else {
-        Reply::ok(&reports)
-    }
+    super::analytics::one_or_all(reports, single)
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,5 +1,5 @@
 //! Input conventions shared by the resources: "a string or an array of strings" fields, names,
-//! and recipient lists.
+//! sender addresses and recipient lists.
 
 use std::fmt;
 
@@ -90,4 +90,20 @@ pub fn name(field: &str, value: &str, max: usize) -> Result<String> {
         ));
     }
     Ok(value.to_owned())
+}
+
+/// A `from` field: a full address on the key's own domain, lower-cased. Whether it is a mailbox
+/// is the caller's check (it needs the store).
+pub fn sender(from: &str, domain: &str) -> Result<String> {
+    let from = from.trim().to_ascii_lowercase();
+    match address::parse(&from) {
+        Ok(a) if a.domain == domain => Ok(from),
+        Ok(_) => Err(Error::invalid(
+            format!("`from` {from} is not on your domain {domain}"),
+            "send from a mailbox of your domain (GET /v1/mailboxes lists them)",
+        )),
+        Err(why) => {
+            Err(Error::invalid(format!("invalid `from`: {why}"), "give a full mailbox address"))
+        }
+    }
 }

@@ -58,22 +58,7 @@ pub fn parse(body: &[u8], domain: &str, now: u64) -> Result<Parsed> {
             ));
         }
     };
-    let from = input.from.trim().to_ascii_lowercase();
-    match crate::address::parse(&from) {
-        Ok(a) if a.domain == domain => {}
-        Ok(_) => {
-            return Err(Error::invalid(
-                format!("`from` {from} is not on your domain {domain}"),
-                "send from a mailbox of your domain (GET /v1/mailboxes lists them)",
-            ));
-        }
-        Err(why) => {
-            return Err(Error::invalid(
-                format!("invalid `from`: {why}"),
-                "give a full mailbox address",
-            ));
-        }
-    }
+    let from = super::input::sender(&input.from, domain)?;
     if input.subject.contains(['\r', '\n']) || input.subject.chars().count() > 998 {
         return Err(Error::invalid(
             "`subject` must be one line of at most 998 characters",
@@ -155,10 +140,7 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
     }
     let status = if req.scheduled_at.is_some() { "scheduled" } else { "queued" };
     let due = req.scheduled_at.unwrap_or(now);
-    let from = match &mailbox.display_name {
-        Some(name) => format!("\"{}\" <{}>", name.replace(['"', '\\'], ""), mailbox.address),
-        None => mailbox.address.clone(),
-    };
+    let from = crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
     let text = req
         .text
         .clone()

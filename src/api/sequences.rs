@@ -42,22 +42,7 @@ struct StepInput {
 pub fn parse_create(body: &[u8], domain: &str) -> Result<(String, String, Vec<Step>)> {
     let input: CreateSequence = parse_json(body)?;
     let name = super::input::name("name", &input.name, 200)?;
-    let from = input.from.trim().to_ascii_lowercase();
-    match crate::address::parse(&from) {
-        Ok(a) if a.domain == domain => {}
-        Ok(_) => {
-            return Err(Error::invalid(
-                format!("`from` {from} is not on your domain {domain}"),
-                "send from a mailbox of your domain (GET /v1/mailboxes lists them)",
-            ));
-        }
-        Err(why) => {
-            return Err(Error::invalid(
-                format!("invalid `from`: {why}"),
-                "give the full address of one of your mailboxes",
-            ));
-        }
-    }
+    let from = super::input::sender(&input.from, domain)?;
     if input.steps.is_empty() || input.steps.len() > MAX_STEPS {
         return Err(Error::invalid(
             format!("`steps` must hold 1 to {MAX_STEPS} steps; got {}", input.steps.len()),
@@ -190,10 +175,8 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
             "create it first with POST /v1/mailboxes",
         )
     })?;
-    let from_header = match &mailbox.display_name {
-        Some(name) => format!("\"{}\" <{}>", name.replace(['"', '\\'], ""), mailbox.address),
-        None => mailbox.address.clone(),
-    };
+    let from_header =
+        crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
     let sequence = Sequence {
         id: new_id("seq"),
         domain,

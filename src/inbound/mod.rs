@@ -295,13 +295,7 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
             from,
             to: addresses(message.to()),
             subject: message.subject().unwrap_or("").to_owned(),
-            snippet: snippet_source
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .chars()
-                .take(160)
-                .collect(),
+            snippet: crate::mail::text::snippet(&snippet_source),
             status: "received".into(),
             created_at,
             size,

@@ -55,6 +55,15 @@ pub fn message_id(email_id: &str, domain: &str) -> String {
     format!("{email_id}.{}@{domain}", crate::ids::secret("").get(..10).unwrap_or("x"))
 }
 
+/// The From header of a mailbox: `"Name" <address>`, or the bare address. Quotes and
+/// backslashes are dropped from the name so it cannot end the quoted string.
+pub fn from_header(display_name: Option<&str>, address: &str) -> String {
+    match display_name {
+        Some(name) => format!("\"{}\" <{address}>", name.replace(['"', '\\'], "")),
+        None => address.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

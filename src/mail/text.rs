@@ -1,6 +1,21 @@
 //! A plain-text rendering of HTML for the text/plain alternative: block elements become line
 //! breaks, links keep their target, scripts and styles vanish, entities are decoded.
 
+/// The start of a body for listings: whitespace runs collapsed, at most 160 characters.
+pub fn snippet(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(640));
+    for (n, word) in text.split_whitespace().enumerate() {
+        if n > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+        if out.len() >= 640 {
+            break; // more than 160 characters already, however wide they are
+        }
+    }
+    out.chars().take(160).collect()
+}
+
 /// Renders `html` as readable plain text.
 pub fn html_to_text(html: &str) -> String {
     let mut out = String::with_capacity(html.len() / 2);

@@ -5,6 +5,8 @@
 
 pub mod merge;
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -68,19 +70,29 @@ pub async fn run(app: App, mut shutdown: Shutdown) {
     }
 }
 
-/// Advances every due enrollment; returns how many messages were queued.
+/// Advances every due enrollment; returns how many messages were queued. A batch usually holds
+/// many enrollments of few sequences, so each sequence is read and written once per batch.
 fn advance_all(w: &mut Wtx<'_>, due: &[(u64, String)], now: u64) -> Result<usize> {
     let mut sent = 0;
+    let mut sequences: HashMap<String, Sequence> = HashMap::new();
     for (at, id) in due {
         // The entry may have gone since the scan (ended, or taken by an earlier pass).
         let Some(mut e) = w.take_due_enrollment(*at, id)? else { continue };
         if e.status != "active" {
             continue;
         }
-        let Some(mut sequence) = w.load_sequence(&e.sequence_id)? else { continue };
-        sent += advance(w, &mut e, &mut sequence, *at, now)?;
+        let sequence = match sequences.entry(e.sequence_id.clone()) {
+            Entry::Occupied(found) => found.into_mut(),
+            Entry::Vacant(slot) => match w.load_sequence(&e.sequence_id)? {
+                Some(loaded) => slot.insert(loaded),
+                None => continue,
+            },
+        };
+        sent += advance(w, &mut e, sequence, *at, now)?;
         w.save_enrollment(&e)?;
-        w.save_sequence(&sequence)?;
+    }
+    for sequence in sequences.values() {
+        w.save_sequence(sequence)?;
     }
     Ok(sent)
 }

@@ -179,6 +179,31 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| Error::internal(format!("corrupt record: {e}")))
 }
 
+impl Rtx {
+    /// The JSON values of `table` named by the `(domain, id)` keys of `index`, in index order.
+    fn listed_for_domain<T: DeserializeOwned>(
+        &self,
+        index: redb::TableDefinition<(&str, &str), ()>,
+        table: redb::TableDefinition<&str, &[u8]>,
+        domain: &str,
+    ) -> Result<Vec<T>> {
+        let index = self.tx.open_table(index)?;
+        let table = self.tx.open_table(table)?;
+        let mut out = Vec::new();
+        for entry in index.range((domain, "")..)? {
+            let (key, _) = entry?;
+            let (d, id) = key.value();
+            if d != domain {
+                break;
+            }
+            if let Some(v) = table.get(id)? {
+                out.push(decode(v.value())?);
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// Every JSON value of `table` whose tuple key starts with `domain`, in key order.
 fn scan_domain<T, Tb>(table: &Tb, domain: &str) -> Result<Vec<T>>
 where

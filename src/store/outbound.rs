@@ -557,20 +557,7 @@ impl Rtx {
 
     /// The domain's campaign batches, oldest first.
     pub fn batches(&self, domain: &str) -> Result<Vec<Batch>> {
-        let index = self.tx.open_table(BATCHES_BY_DOMAIN)?;
-        let table = self.tx.open_table(BATCHES)?;
-        let mut out = Vec::new();
-        for entry in index.range((domain, "")..)? {
-            let (key, _) = entry?;
-            let (d, id) = key.value();
-            if d != domain {
-                break;
-            }
-            if let Some(v) = table.get(id)? {
-                out.push(decode(v.value())?);
-            }
-        }
-        Ok(out)
+        self.listed_for_domain(BATCHES_BY_DOMAIN, BATCHES, domain)
     }
 
     pub fn batch(&self, id: &str) -> Result<Option<Batch>> {

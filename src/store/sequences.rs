@@ -395,30 +395,11 @@ pub type DueSteps = (Vec<(u64, String)>, Option<u64>);
 impl Rtx {
     /// The domain's sequences, oldest first.
     pub fn sequences(&self, domain: &str) -> Result<Vec<Sequence>> {
-        let index = self.tx.open_table(SEQUENCES_BY_DOMAIN)?;
-        let table = self.tx.open_table(SEQUENCES)?;
-        let mut out = Vec::new();
-        for entry in index.range((domain, "")..)? {
-            let (key, _) = entry?;
-            let (d, id) = key.value();
-            if d != domain {
-                break;
-            }
-            if let Some(v) = table.get(id)? {
-                out.push(decode(v.value())?);
-            }
-        }
-        Ok(out)
+        self.listed_for_domain(SEQUENCES_BY_DOMAIN, SEQUENCES, domain)
     }
 
     pub fn sequence(&self, id: &str) -> Result<Option<Sequence>> {
         let table = self.tx.open_table(SEQUENCES)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
-    pub fn enrollment(&self, id: &str) -> Result<Option<Enrollment>> {
-        let table = self.tx.open_table(ENROLLMENTS)?;
         let found = table.get(id)?;
         found.map(|v| decode(v.value())).transpose()
     }

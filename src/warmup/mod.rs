@@ -107,8 +107,8 @@ impl Warmup {
     }
 }
 
-/// `GET /v1/warmup` item.
-#[derive(Debug, Serialize)]
+/// `GET /v1/warmup` item; the default is a mailbox never enrolled.
+#[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     pub mailbox: String,
@@ -156,28 +156,7 @@ pub fn health_score(inbox_rate: f64, delivered: u64, bounced: u64) -> u32 {
 /// The status of `mailbox`, enrolled (`record`) or not.
 pub fn status(mailbox: &str, record: Option<&Warmup>, now: u64) -> Status {
     let Some(rec) = record else {
-        return Status {
-            mailbox: mailbox.to_owned(),
-            enabled: false,
-            day: 0,
-            daily_limit: 0,
-            sent_today: 0,
-            received_today: 0,
-            replied_today: 0,
-            inbox_rate: 0.0,
-            health_score: 0,
-            sent_total: 0,
-            received_total: 0,
-            replied_total: 0,
-            delivered_total: 0,
-            bounced_total: 0,
-            landed_total: 0,
-            start_limit: None,
-            target_limit: None,
-            ramp_days: None,
-            reply_rate: None,
-            enrolled_at: None,
-        };
+        return Status { mailbox: mailbox.to_owned(), ..Status::default() };
     };
     let mut rec = rec.clone();
     rec.roll(now);
@@ -227,10 +206,7 @@ pub fn compose(
     let id = new_id("em");
     let (_, domain) = key_of(from);
     let message_id = format!("<{}>", crate::mail::build::message_id(&id, domain));
-    let from_header = match display_name {
-        Some(name) => format!("\"{}\" <{from}>", name.replace(['"', '\\'], "")),
-        None => from.to_owned(),
-    };
+    let from_header = crate::mail::build::from_header(display_name, from);
     Email {
         summary: Summary {
             id,
@@ -239,14 +215,7 @@ pub fn compose(
             from: from_header,
             to: vec![to.to_owned()],
             subject: text.subject.clone(),
-            snippet: text
-                .text
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .chars()
-                .take(160)
-                .collect(),
+            snippet: crate::mail::text::snippet(&text.text),
             status: "queued".into(),
             created_at: now,
             size: (text.text.len() + text.html.len()) as u64,

@@ -2,50 +2,13 @@
 //! the maximum age, a late DSN), tracked opens and clicks, a reply over inbound SMTP, and the
 //! counters they must produce; parameter checks and the org-wide shape.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::harness::{A, B, World};
 use crate::mail_world::{MailWorld, basic, header, html_part};
-
-/// Reads one (possibly multi-line) SMTP reply.
-fn reply(reader: &mut BufReader<TcpStream>) -> String {
-    let mut all = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return all;
-        }
-        all.push_str(&line);
-        if line.len() < 4 || line.as_bytes()[3] != b'-' {
-            return all;
-        }
-    }
-}
-
-/// One SMTP transaction to the server's MX listener; returns the reply to the message.
-fn smtp(addr: SocketAddr, from: &str, to: &str, message: &str) -> String {
-    let stream = TcpStream::connect(addr).expect("connect"); // ok: test
-    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout"); // ok: test
-    let mut writer = stream.try_clone().expect("clone"); // ok: test
-    let mut reader = BufReader::new(stream);
-    assert!(reply(&mut reader).starts_with("220"));
-    for (line, want) in [
-        ("EHLO mx.example.org".to_owned(), "250"),
-        (format!("MAIL FROM:<{from}>"), "250"),
-        (format!("RCPT TO:<{to}>"), "250"),
-        ("DATA".to_owned(), "354"),
-    ] {
-        writer.write_all(format!("{line}\r\n").as_bytes()).expect("write"); // ok: test
-        let got = reply(&mut reader);
-        assert!(got.starts_with(want), "{line}: {got}");
-    }
-    writer.write_all(format!("{message}\r\n.\r\n").as_bytes()).expect("write"); // ok: test
-    reply(&mut reader)
-}
+use crate::smtp_client::send_one;
 
 /// The path of the first tracking link of `kind` (`/t/o/` or `/t/c/`) in an HTML body.
 fn tracking_path(html: &str, kind: &str) -> String {
@@ -108,7 +71,7 @@ fn the_counters_match_what_happened_to_each_recipient() {
             "From: grace@example.net\r\nTo: sales@alpha.test\r\nSubject: Re: Autumn\r\n\
              Message-ID: <r{n}@example.net>\r\nIn-Reply-To: {original}\r\n\r\nTell me more."
         );
-        let r = smtp(w.server.smtp, "grace@example.net", "sales@alpha.test", &answer);
+        let r = send_one(w.server.smtp, "grace@example.net", "sales@alpha.test", &answer);
         assert!(r.starts_with("250"), "{r}");
     }
 
@@ -124,7 +87,7 @@ fn the_counters_match_what_happened_to_each_recipient() {
          Diagnostic-Code: smtp; 550 5.1.1 user unknown\r\n\r\n--b\r\n\
          Content-Type: text/rfc822-headers\r\n\r\nMessage-ID: {late_mid}\r\n--b--"
     );
-    assert!(smtp(w.server.smtp, "", &bounce_address, &dsn).starts_with("250"));
+    assert!(send_one(w.server.smtp, "", &bounce_address, &dsn).starts_with("250"));
     w.wait_status(&late, "bounced");
 
     let stats = w.api().get("/v1/bounces").expect(200).json();

@@ -1,67 +1,13 @@
 //! The inbound SMTP listener over real TCP: transcripts, limits, hostile clients, STARTTLS, two
 //! edgemail processes talking to each other, DSNs and replies about mail we sent.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::harness::{Seed, Server, TempDir};
 use crate::mail_world::{MailWorld, header};
-
-/// A line-oriented SMTP client for transcripts.
-pub struct Talk {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl Talk {
-    pub fn open(addr: SocketAddr) -> (Talk, String) {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-        let writer = stream.try_clone().expect("clone");
-        let mut talk = Talk { reader: BufReader::new(stream), writer };
-        let greeting = talk.reply();
-        (talk, greeting)
-    }
-
-    /// One (possibly multi-line) reply; empty when the server closed the connection.
-    pub fn reply(&mut self) -> String {
-        let mut all = String::new();
-        loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return all;
-            }
-            all.push_str(&line);
-            if line.len() < 4 || line.as_bytes()[3] != b'-' {
-                return all;
-            }
-        }
-    }
-
-    pub fn send(&mut self, text: &str) {
-        self.writer.write_all(text.as_bytes()).expect("write");
-    }
-
-    pub fn cmd(&mut self, line: &str) -> String {
-        self.send(&format!("{line}\r\n"));
-        self.reply()
-    }
-
-    /// A whole transaction; returns the final reply to the message.
-    pub fn mail(&mut self, from: &str, to: &[&str], message: &str) -> String {
-        assert!(self.cmd(&format!("MAIL FROM:<{from}>")).starts_with("250"));
-        for r in to {
-            let reply = self.cmd(&format!("RCPT TO:<{r}>"));
-            assert!(reply.starts_with("250"), "RCPT {r}: {reply}");
-        }
-        assert!(self.cmd("DATA").starts_with("354"));
-        self.send(&format!("{message}\r\n.\r\n"));
-        self.reply()
-    }
-}
+use crate::smtp_client::Talk;
 
 const MESSAGE: &str = "From: Ada <ada@example.org>\r\nTo: sales@alpha.test\r\nCc: boss@example.org\r\n\
 Subject: Quote request\r\nMessage-ID: <q1@example.org>\r\nMIME-Version: 1.0\r\n\

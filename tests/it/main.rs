@@ -5,6 +5,7 @@ mod client;
 mod dns;
 mod harness;
 mod schema;
+mod smtp_client;
 mod smtp_sink;
 
 mod analytics;

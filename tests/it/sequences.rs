@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::inbound::Talk;
 use crate::mail_world::{MailWorld, header, html_part};
+use crate::smtp_client::Talk;
 use crate::smtp_sink::Received;
 
 fn create(w: &MailWorld, steps: Value) -> String {

@@ -2,8 +2,7 @@
 //! domains' MX at its own SMTP port, so warmup mail between the enrolled mailboxes really crosses
 //! SMTP (DKIM-signed by the queue, authenticated and recognized at the MX) and is answered.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use edgemail::store::{Folder, Store};
@@ -12,6 +11,7 @@ use serde_json::{Value, json};
 use crate::client::Client;
 use crate::dns::Dns;
 use crate::harness::{A, B, Seed, Server, TempDir};
+use crate::smtp_client::send_one;
 
 struct Warm {
     server: Server,
@@ -126,44 +126,6 @@ fn n(v: &Value, field: &str) -> u64 {
 fn enroll(client: &Client, mailbox: &str) -> Value {
     let body = json!({"mailbox": mailbox, "startLimit": 200, "targetLimit": 500, "rampDays": 30, "replyRate": 1.0});
     client.post("/v1/warmup", body).expect(200).json()
-}
-
-/// One SMTP transaction over a plain connection; returns the reply to the end of DATA.
-fn smtp_send(addr: SocketAddr, from: &str, to: &str, message: &str) -> String {
-    let stream = TcpStream::connect(addr).expect("connect"); // ok: test
-    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout"); // ok: test
-    let mut writer = stream.try_clone().expect("clone"); // ok: test
-    let mut reader = BufReader::new(stream);
-    let mut reply = || {
-        let mut all = String::new();
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return all;
-            }
-            all.push_str(&line);
-            if line.as_bytes().get(3) != Some(&b'-') {
-                return all;
-            }
-        }
-    };
-    reply();
-    let mut last = String::new();
-    for command in [
-        "EHLO tester.example.org".to_owned(),
-        format!("MAIL FROM:<{from}>"),
-        format!("RCPT TO:<{to}>"),
-        "DATA".to_owned(),
-        format!("{message}\r\n."),
-        "QUIT".to_owned(),
-    ] {
-        writer.write_all(format!("{command}\r\n").as_bytes()).expect("write"); // ok: test
-        let r = reply();
-        if command.ends_with("\r\n.") {
-            last = r;
-        }
-    }
-    last
 }
 
 fn folders_are_empty(client: &Client, mailbox: &str) {
@@ -313,7 +275,7 @@ fn a_warmup_header_from_an_unknown_sender_is_ordinary_mail() {
             "From: {from}\r\nTo: grace@beta.test\r\nSubject: hello from {from}\r\n\
              Message-ID: <{marker}@example.org>\r\nX-Edgemail-Warmup: {marker}\r\n\r\nHi Grace"
         );
-        let reply = smtp_send(addr, from, "grace@beta.test", &message);
+        let reply = send_one(addr, from, "grace@beta.test", &message);
         assert!(reply.starts_with("250"), "{reply}");
     }
     let inbox = w.beta().get("/v1/emails?mailbox=grace&folder=inbox").expect(200).json();

@@ -80,6 +80,13 @@ pub struct Delivery {
     pub dns_timeout: Duration,
     /// The public addresses this server's mail leaves from; SPF must authorize them.
     pub sending_ips: Vec<std::net::IpAddr>,
+    /// Deliver to mail exchangers at loopback, private, link-local or other non-public
+    /// addresses. Off by default: an MX record is chosen by whoever owns the recipient domain,
+    /// and following it inward would let API callers probe the private network.
+    pub allow_private: bool,
+    /// PEM file of the CA certificates that may sign the relay's certificate (default: the
+    /// system's trust store).
+    pub relay_ca: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -91,6 +98,10 @@ pub struct Http {
     pub header_timeout: Duration,
     pub keep_alive: bool,
     pub max_connections: usize,
+    /// Open connections per client address (peers in `trusted_proxies` are exempt).
+    pub max_connections_per_ip: usize,
+    /// How long a request body may take to arrive, in total.
+    pub body_timeout: Duration,
     pub shutdown_grace: Duration,
     /// Peers whose `X-Forwarded-For` names the real client (a reverse proxy in front of us).
     pub trusted_proxies: Vec<std::net::IpAddr>,
@@ -111,6 +122,15 @@ pub struct Smtp {
     pub data_timeout: Duration,
     /// Bad commands tolerated before the connection is closed.
     pub max_errors: usize,
+    /// Bytes of message data all sessions together may hold in memory while receiving; a
+    /// message that would pass it is refused with a temporary error.
+    pub max_inflight_bytes: usize,
+    /// The pause before answering a refused recipient, from the third one in a session on: it
+    /// slows down address harvesting.
+    pub error_delay: Duration,
+    /// Domains whose authenticated feedback reports (ARF) are trusted even when the report's
+    /// From domain is another one (feedback-loop services that sign with their own domain).
+    pub feedback_senders: Vec<String>,
     /// PEM certificate chain and key for STARTTLS; a self-signed pair is made when absent.
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
@@ -140,6 +160,8 @@ impl Default for Config {
                 header_timeout: Duration::from_secs(10),
                 keep_alive: true,
                 max_connections: 10_000,
+                max_connections_per_ip: 256,
+                body_timeout: Duration::from_secs(30),
                 shutdown_grace: Duration::from_secs(10),
                 trusted_proxies: Vec::new(),
             },
@@ -153,6 +175,9 @@ impl Default for Config {
                 command_timeout: Duration::from_secs(300),
                 data_timeout: Duration::from_secs(600),
                 max_errors: 10,
+                max_inflight_bytes: 256 * 1024 * 1024,
+                error_delay: Duration::from_secs(1),
+                feedback_senders: Vec::new(),
                 tls_cert: None,
                 tls_key: None,
             },
@@ -171,6 +196,8 @@ impl Default for Config {
                 command_timeout: Duration::from_secs(120),
                 dns_timeout: Duration::from_secs(5),
                 sending_ips: Vec::new(),
+                allow_private: false,
+                relay_ca: None,
             },
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
@@ -242,6 +269,14 @@ const KEYS: &[(&str, Setter)] = &[
         c.http.max_connections = positive(v)?;
         Ok(())
     }),
+    ("http.max_connections_per_ip", |c, v| {
+        c.http.max_connections_per_ip = positive(v)?;
+        Ok(())
+    }),
+    ("http.body_timeout", |c, v| {
+        c.http.body_timeout = parse_duration(v)?;
+        Ok(())
+    }),
     ("http.shutdown_grace", |c, v| {
         c.http.shutdown_grace = parse_duration(v)?;
         Ok(())
@@ -278,6 +313,20 @@ const KEYS: &[(&str, Setter)] = &[
         c.smtp.max_errors = positive(v)?;
         Ok(())
     }),
+    ("smtp.max_inflight_bytes", |c, v| {
+        c.smtp.max_inflight_bytes = parse_size(v)?;
+        Ok(())
+    }),
+    ("smtp.error_delay", |c, v| {
+        c.smtp.error_delay = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.feedback_senders", |c, v| {
+        c.smtp.feedback_senders = list(v)
+            .map(|d| crate::address::normalize_domain(d).map_err(|e| format!("{d:?}: {e}")))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }),
     ("smtp.tls_cert", |c, v| {
         c.smtp.tls_cert = Some(PathBuf::from(v));
         Ok(())
@@ -304,6 +353,14 @@ const KEYS: &[(&str, Setter)] = &[
     }),
     ("delivery.relay_password", |c, v| {
         c.delivery.relay_password = Some(v.to_owned());
+        Ok(())
+    }),
+    ("delivery.allow_private", |c, v| {
+        c.delivery.allow_private = parse_bool(v)?;
+        Ok(())
+    }),
+    ("delivery.relay_ca", |c, v| {
+        c.delivery.relay_ca = Some(PathBuf::from(v));
         Ok(())
     }),
     ("delivery.nameserver", |c, v| {

@@ -149,3 +149,74 @@ fn is_definitive(e: &NetError) -> bool {
 fn fqdn(name: &str) -> String {
     if name.ends_with('.') { name.to_owned() } else { format!("{name}.") }
 }
+
+/// Whether `ip` is a public unicast address: not loopback, private (RFC 1918, unique local),
+/// link-local, shared (CGNAT), unspecified, broadcast, multicast, documentation or reserved, also
+/// when written as an IPv4-mapped IPv6 address. Mail and webhooks go only to such addresses
+/// unless a test set-up allows otherwise.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || (a == 198 && (b == 18 || b == 19))
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments()[1] == 0x0db8
+                || first == 0x0064 && v6.segments()[1] == 0xff9b)
+        }
+    }
+}
+
+#[cfg(test)]
+mod public_tests {
+    use super::is_public;
+
+    #[test]
+    fn only_public_unicast_addresses_are_public() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "192.0.2.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "2001:db8::1",
+            "64:ff9b::7f00:1",
+        ] {
+            assert!(!is_public(private.parse().expect("ip")), "{private}"); // ok: test
+        }
+        for public in ["1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(is_public(public.parse().expect("ip")), "{public}"); // ok: test
+        }
+    }
+}

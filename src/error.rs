@@ -29,6 +29,8 @@ pub enum Error {
     PayloadTooLarge(usize),
     /// 415
     UnsupportedMediaType,
+    /// 408: the request body did not arrive within this time.
+    RequestTimeout(std::time::Duration),
     /// 422 with the recipients that were refused.
     Unprocessable { message: String, blocked: Vec<Blocked> },
     /// 429; seconds until a retry can succeed.
@@ -66,6 +68,9 @@ impl fmt::Display for Error {
             }
             Error::PayloadTooLarge(limit) => write!(f, "request body exceeds {limit} bytes"),
             Error::UnsupportedMediaType => f.write_str("request body must be JSON"),
+            Error::RequestTimeout(limit) => {
+                write!(f, "the request body did not arrive within {}s", limit.as_secs_f32())
+            }
             Error::Unprocessable { message, .. } => f.write_str(message),
             Error::RateLimited { retry_after } => {
                 write!(f, "rate limit exceeded; retry in {retry_after}s")

@@ -14,6 +14,9 @@ pub fn now_ms() -> u64 {
 
 /// A new id such as `ct_01jd3k...` (prefix, underscore, 26 base32 characters). Within one
 /// process ids strictly increase, also within one millisecond, so id order is creation order.
+/// Within a millisecond each id adds a random step of up to 2^32 to the last: ids must not be
+/// guessable from a neighbour (a VERP bounce address or a link names one), and 2^79 of room
+/// leaves 2^47 steps per millisecond before the random part could overflow.
 pub fn new_id(prefix: &str) -> String {
     static LAST: Mutex<(u64, u128)> = Mutex::new((0, 0));
     let mut last = match LAST.lock() {
@@ -24,7 +27,7 @@ pub fn new_id(prefix: &str) -> String {
     let (ms, random) = if now > last.0 {
         (now, rand::random::<u128>() >> 49) // room to count up within the millisecond
     } else {
-        (last.0, last.1 + 1)
+        (last.0, last.1 + 1 + u128::from(rand::random::<u32>()))
     };
     *last = (ms, random);
     id_at(prefix, ms, random)
@@ -68,5 +71,15 @@ mod tests {
     fn ids_increase_within_a_millisecond() {
         let ids: Vec<String> = (0..1000).map(|_| new_id("x")).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn neighbouring_ids_are_not_sequential() {
+        let ids: Vec<String> = (0..200).map(|_| new_id("x")).collect();
+        let sequential = ids.windows(2).filter(|w| {
+            let last = |s: &str| s.as_bytes()[s.len() - 1];
+            w[0][..w[0].len() - 1] == w[1][..w[1].len() - 1] && last(&w[1]) == last(&w[0]) + 1
+        });
+        assert!(sequential.count() < 5, "ids one apart: {ids:?}");
     }
 }

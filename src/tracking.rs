@@ -56,6 +56,39 @@ impl Tokens {
     }
 }
 
+/// Hex digits of the tag in a VERP bounce address: 64 bits, so guessing one takes 2^63 tries.
+const BOUNCE_TAG_HEX: usize = 16;
+
+impl Tokens {
+    /// The envelope sender of message `id` from `domain`: `bounces+<id>-<tag>@<domain>`. The tag
+    /// is an HMAC over the id and the domain, so a DSN sent to an address we never used (another
+    /// id, another hosted domain, an edited tag) is recognised as forged.
+    pub fn bounce_address(&self, id: &str, domain: &str) -> String {
+        format!("bounces+{id}-{}@{domain}", self.bounce_tag(id, domain))
+    }
+
+    /// The message id of a genuine bounce address local part (`bounces+` already removed) on
+    /// `domain`; `None` when the tag does not verify.
+    pub fn bounce_id(&self, local: &str, domain: &str) -> Option<String> {
+        let (id, tag) = local.rsplit_once('-')?;
+        let id = id.to_ascii_lowercase();
+        let expected = self.bounce_tag(&id, domain);
+        // Compared without an early exit, so timing does not reveal how much of a guess is right.
+        let tag = tag.to_ascii_lowercase();
+        let differs = tag.len() != expected.len()
+            || tag.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0;
+        (!differs).then_some(id)
+    }
+
+    fn bounce_tag(&self, id: &str, domain: &str) -> String {
+        let payload = format!("v{id}@{}", domain.to_ascii_lowercase());
+        let tag = hmac::sign(&self.key, payload.as_bytes());
+        let mut hex = crate::store::encode_hex(tag.as_ref());
+        hex.truncate(BOUNCE_TAG_HEX);
+        hex
+    }
+}
+
 /// Links of one message: where the tracking endpoints live and the message they belong to.
 pub struct Links<'a> {
     pub base_url: &'a str,
@@ -173,6 +206,24 @@ pub const PIXEL: &[u8] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounce_addresses_verify_only_for_their_id_and_domain() {
+        let tokens = Tokens::new(b"secret");
+        let address = tokens.bounce_address("em_01abc", "alpha.test");
+        let local = address.strip_prefix("bounces+").and_then(|a| a.strip_suffix("@alpha.test"));
+        let local = local.expect("shape"); // ok: test
+        assert_eq!(tokens.bounce_id(local, "alpha.test").as_deref(), Some("em_01abc"));
+        assert_eq!(
+            tokens.bounce_id(&local.to_ascii_uppercase(), "ALPHA.test").as_deref(),
+            Some("em_01abc")
+        );
+        assert_eq!(tokens.bounce_id(local, "beta.test"), None, "another hosted domain");
+        let other = local.replacen("em_01abc", "em_01abd", 1);
+        assert_eq!(tokens.bounce_id(&other, "alpha.test"), None, "another id, same tag");
+        assert_eq!(tokens.bounce_id("em_01abc", "alpha.test"), None, "no tag");
+        assert_eq!(Tokens::new(b"other").bounce_id(local, "alpha.test"), None);
+    }
 
     #[test]
     fn tokens_round_trip_and_resist_forgery() {

@@ -60,6 +60,11 @@ fn classify(error: &Error) -> (StatusCode, &'static str, &'static str) {
             "invalid_request",
             "send the body as JSON with `Content-Type: application/json`",
         ),
+        Error::RequestTimeout(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request",
+            "send the whole body promptly; the limit is set by http.body_timeout",
+        ),
         Error::Unprocessable { .. } => (
             StatusCode::UNPROCESSABLE_ENTITY,
             "unprocessable_entity",

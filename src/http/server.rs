@@ -32,19 +32,39 @@ pub async fn serve(listener: TcpListener, app: App, mut shutdown: Shutdown) {
         .header_read_timeout(cfg.header_timeout)
         .keep_alive(cfg.keep_alive)
         .max_buf_size(64 * 1024);
+    let mut refuse = http.clone();
+    refuse.keep_alive(false);
     let limit = Arc::new(Semaphore::new(cfg.max_connections));
+    let per_ip = Arc::new(crate::listener::PerIp::default());
     let graceful = GracefulShutdown::new();
     while let Some(crate::listener::Accepted { stream, peer, permit }) =
         crate::listener::next(&listener, &limit, &mut shutdown).await
     {
         let app = app.clone();
+        let exempt = cfg.trusted_proxies.contains(&peer.ip());
+        let slot =
+            per_ip.enter(peer.ip(), if exempt { usize::MAX } else { cfg.max_connections_per_ip });
+        let Some(slot) = slot else {
+            // Over the per-address cap: one answer saying so, then the connection closes.
+            let service = service_fn(move |_req| {
+                let reply =
+                    error_reply(&Error::RateLimited { retry_after: 1 }, &app.documentation_url);
+                async move { Ok::<_, Infallible>(reply.into_response()) }
+            });
+            let conn = refuse.serve_connection(TokioIo::new(stream), service);
+            tokio::spawn(async move {
+                let _ = conn.await;
+                drop(permit);
+            });
+            continue;
+        };
         let service = service_fn(move |req| handle(app.clone(), peer, req));
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
-            drop(permit);
+            drop((permit, slot));
         });
     }
     drop(listener);
@@ -62,9 +82,9 @@ async fn handle(
 ) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    let mut path = req.uri().path().to_owned();
     let mut key_id = None;
-    let reply = match dispatch(&app, peer, req, &mut key_id).await {
+    let reply = match dispatch(&app, peer, req, &mut key_id, &mut path).await {
         Ok(reply) => reply,
         Err(error) => error_reply(&error, &app.documentation_url),
     };
@@ -84,9 +104,14 @@ async fn dispatch(
     peer: SocketAddr,
     req: Request<Incoming>,
     key_id: &mut Option<Arc<str>>,
+    logged_path: &mut String,
 ) -> Result<super::reply::Reply> {
     let matched = app.router.find(req.method(), req.uri().path())?;
     let access = matched.route.access;
+    if access == Access::Link {
+        // Link tokens name a recipient: the log shows the route, never the token.
+        *logged_path = matched.route.path.to_owned();
+    }
     if access == Access::Tool {
         let ip = app.tool_limits.client(peer, req.headers());
         app.tool_limits.check(ip)?;
@@ -107,7 +132,13 @@ async fn dispatch(
     let handler = matched.route.handler;
     let params = matched.params;
     let query = req.uri().query().map(str::to_owned);
-    let body = read_body(req, app.config.http.body_limit, access != Access::Link).await?;
+    let cfg = &app.config.http;
+    let body = tokio::time::timeout(
+        cfg.body_timeout,
+        read_body(req, cfg.body_limit, access != Access::Link),
+    )
+    .await
+    .map_err(|_| Error::RequestTimeout(cfg.body_timeout))??;
     let ctx = Ctx { app: app.clone(), principal, params, query, body, peer };
     handler(ctx).await
 }

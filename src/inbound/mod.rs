@@ -4,20 +4,18 @@
 //! every recipient mailbox's inbox before the 250. Reports about mail we sent (DSNs to our bounce
 //! addresses, ARF complaints) and replies to it update the sent messages and suppressions.
 
+pub mod auth;
 pub mod report;
 
 use std::net::IpAddr;
-use std::time::Duration;
 
-use mail_auth::dmarc::verify::DmarcParameters;
-use mail_auth::spf::verify::SpfParameters;
-use mail_auth::{AuthenticatedMessage, AuthenticationResults, MessageAuthenticator};
+use mail_auth::MessageAuthenticator;
 use mail_parser::{Message, MessageParser, MimeHeaders};
 
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
-use crate::store::{Attachment, Email, Folder, Header, Summary};
+use crate::store::{Attachment, Email, Folder, Header, Summary, Wtx};
 
 /// The envelope of a received message.
 pub struct Envelope {
@@ -30,7 +28,7 @@ pub struct Envelope {
 
 /// Local parts that are not mailboxes but that we answer for on every hosted domain.
 enum System {
-    /// `bounces+<email id>`: DSNs about that message.
+    /// `bounces+<email id>-<tag>`: DSNs about that message (the tag is verified later).
     Bounce(String),
     /// `unsubscribe`: the mailto: of List-Unsubscribe.
     Unsubscribe,
@@ -40,8 +38,8 @@ enum System {
 
 fn system(local: &str) -> Option<System> {
     let lower = local.to_ascii_lowercase();
-    if let Some(id) = lower.strip_prefix("bounces+") {
-        return Some(System::Bounce(id.to_owned()));
+    if let Some(tagged) = lower.strip_prefix("bounces+") {
+        return Some(System::Bounce(tagged.to_owned()));
     }
     match lower.as_str() {
         "unsubscribe" => Some(System::Unsubscribe),
@@ -56,7 +54,17 @@ pub async fn check_recipient(app: &App, address: &str) -> std::result::Result<()
         return Err("501 5.1.3 recipient must be a full address\r\n".into());
     };
     let (local, domain) = (local.to_ascii_lowercase(), domain.to_ascii_lowercase());
-    let is_system = system(&local).is_some();
+    let is_system = match system(&local) {
+        // A bounce address we never issued is refused here, before any data is taken.
+        Some(System::Bounce(tagged)) => {
+            if app.tokens.bounce_id(&tagged, &domain).is_none() {
+                return Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n"));
+            }
+            true
+        }
+        Some(_) => true,
+        None => false,
+    };
     let lookup = app
         .store
         .read(move |r| {
@@ -81,12 +89,39 @@ pub async fn check_recipient(app: &App, address: &str) -> std::result::Result<()
     }
 }
 
+/// Where the recipients of one message go.
+#[derive(Default)]
+struct Routed {
+    mailboxes: Vec<String>,
+    /// Messages named by verified bounce addresses.
+    bounce_ids: Vec<String>,
+    to_system: bool,
+}
+
+fn route(app: &App, recipients: &[String]) -> Routed {
+    let mut routed = Routed::default();
+    for r in recipients {
+        let (local, domain) = r.rsplit_once('@').unwrap_or((r.as_str(), ""));
+        let domain = domain.to_ascii_lowercase();
+        match system(local) {
+            Some(System::Bounce(tagged)) => {
+                routed.bounce_ids.extend(app.tokens.bounce_id(&tagged, &domain));
+            }
+            Some(_) => routed.to_system = true,
+            None => routed.mailboxes.push(format!("{}@{domain}", local.to_ascii_lowercase())),
+        }
+    }
+    routed
+}
+
 /// Authenticates, parses and stores a message; returns the id of its first stored copy.
 pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<String> {
     let host = app.config.smtp.host().to_owned();
     let id = new_id("em");
     let now = now_ms();
-    let results = authenticate(app, &envelope, &raw, &host).await;
+    let authenticator = MessageAuthenticator(app.dns.resolver().clone());
+    let facts = auth::Envelope { ip: envelope.ip, helo: &envelope.helo, mail_from: &envelope.from };
+    let (results, verdict) = auth::authenticate(&authenticator, facts, &raw, &host).await;
     let received = format!(
         "Received: from {} ({}) by {host} with {} id {id}; {}\r\n",
         sanitize(&envelope.helo),
@@ -98,35 +133,37 @@ pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<Strin
     full.extend_from_slice(received.as_bytes());
     full.extend_from_slice(results.as_bytes());
     full.extend_from_slice(&raw);
+    drop(raw);
     let seen = inspect(&full, now).ok_or_else(|| Error::invalid("unparseable message", ""))?;
     if let Some(id) =
-        crate::warmup::receive::take(app, &envelope.recipients, &seen, &full, now).await?
+        crate::warmup::receive::take(app, &envelope.recipients, &seen, &verdict, &full, now).await?
     {
         return Ok(id);
     }
-    let mut mailboxes = Vec::new();
-    let mut bounce_ids = Vec::new();
-    let mut to_system = false;
-    for r in &envelope.recipients {
-        let (local, domain) = r.rsplit_once('@').unwrap_or((r.as_str(), ""));
-        match system(local) {
-            Some(System::Bounce(email_id)) => bounce_ids.push(email_id),
-            Some(_) => to_system = true,
-            None => mailboxes.push(format!(
-                "{}@{}",
-                local.to_ascii_lowercase(),
-                domain.to_ascii_lowercase()
-            )),
-        }
-    }
+    let routed = route(app, &envelope.recipients);
     let Inspected { email: template, failures, complaint, referenced, unsubscribe_token, parents } =
         seen;
-    let unsubscribe_token = unsubscribe_token.filter(|_| to_system);
-    if to_system && mailboxes.is_empty() && complaint.is_none() && unsubscribe_token.is_none() {
-        tracing::info!(from = %envelope.from, subject = %template.summary.subject,
+    let unsubscribe_token = unsubscribe_token.filter(|_| routed.to_system);
+    if routed.to_system
+        && routed.mailboxes.is_empty()
+        && complaint.is_none()
+        && unsubscribe_token.is_none()
+    {
+        // The subject is left out: it may carry an unsubscribe token, which names a recipient.
+        tracing::info!(from = %envelope.from,
             "mail to a system address (postmaster/abuse/unsubscribe) without a report; not stored");
     }
-    let copies: Vec<Email> = mailboxes
+    let complaint = complaint.filter(|_| {
+        let trusted =
+            verdict.aligned() || verdict.authenticated_by(&app.config.smtp.feedback_senders);
+        if !trusted {
+            tracing::warn!(from = %envelope.from, ip = %envelope.ip,
+                "complaint report ignored: not authenticated for its From domain");
+        }
+        trusted
+    });
+    let copies: Vec<Email> = routed
+        .mailboxes
         .iter()
         .enumerate()
         .map(|(i, mailbox)| {
@@ -136,51 +173,80 @@ pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<Strin
             copy
         })
         .collect();
-    let tokens_ok =
+    let unsubscribe =
         unsubscribe_token.and_then(|t| app.tokens.open(crate::tracking::Kind::Unsubscribe, &t));
+    let reports = Reports {
+        bounce_ids: routed.bounce_ids,
+        // A report that reached another address names its message only by Message-ID, which is
+        // no secret: it counts only when its sender authenticated for its From domain.
+        referenced: if verdict.aligned() { referenced } else { Vec::new() },
+        failures,
+        complaint,
+        unsubscribe,
+    };
     app.store
         .write(move |w| {
-            // Resolve what the message refers to inside the same transaction.
-            let mut reply_of = None;
-            for parent in &parents {
-                if let Some(original) = w.email_for_message_id(parent)? {
-                    reply_of = Some(original);
-                    break;
-                }
-            }
-            let mut copies = copies;
-            if let Some(original) = &reply_of {
-                for c in copies.iter_mut() {
-                    c.in_reply_to_id = Some(original.clone());
-                }
-                w.record_reply(original)?;
-            }
-            w.store_received(&copies, &full)?;
-            // A DSN names its message through our bounce address, or through the original's
-            // Message-ID when the reporting server sent it elsewhere.
-            let mut targets = bounce_ids.clone();
-            for mid in &referenced {
-                if let Some(found) = w.email_for_message_id(mid)? {
-                    targets.push(found);
-                }
-            }
-            for failure in &failures {
-                for target in &targets {
-                    w.record_bounce(target, &failure.recipient, &failure.reason, now)?;
-                }
-            }
-            if let Some(recipient) = &complaint {
-                for target in &targets {
-                    w.record_complaint(target, recipient, now)?;
-                }
-            }
-            if let Some(fields) = &tokens_ok {
-                w.record_unsubscribe(&fields[0], &fields[1], "mailto", now)?;
-            }
-            Ok(())
+            link_reply(w, &parents, &mut { copies }, &full)?;
+            reports.apply(w, now)
         })
         .await?;
     Ok(id)
+}
+
+/// Links copies of a reply to the message of ours it answers, then stores them.
+fn link_reply(w: &mut Wtx<'_>, parents: &[String], copies: &mut [Email], raw: &[u8]) -> Result<()> {
+    let mut reply_of = None;
+    for parent in parents {
+        if let Some(original) = w.email_for_message_id(parent)? {
+            reply_of = Some(original);
+            break;
+        }
+    }
+    if let Some(original) = &reply_of {
+        for c in copies.iter_mut() {
+            c.in_reply_to_id = Some(original.clone());
+        }
+        w.record_reply(original)?;
+    }
+    w.store_received(copies, raw)
+}
+
+/// What a received message reports about mail we sent, already screened for trust.
+struct Reports {
+    bounce_ids: Vec<String>,
+    referenced: Vec<String>,
+    failures: Vec<report::Failure>,
+    complaint: Option<String>,
+    unsubscribe: Option<Vec<String>>,
+}
+
+impl Reports {
+    /// Acts on the reports inside the write that stores the message. Bounces and complaints
+    /// touch only addresses that were recipients of the message they name.
+    fn apply(self, w: &mut Wtx<'_>, now: u64) -> Result<()> {
+        let mut targets = self.bounce_ids;
+        for mid in &self.referenced {
+            if let Some(found) = w.email_for_message_id(mid)? {
+                targets.push(found);
+            }
+        }
+        for failure in &self.failures {
+            for target in &targets {
+                w.record_bounce(target, &failure.recipient, &failure.reason, now)?;
+            }
+        }
+        if let Some(recipient) = &self.complaint {
+            for target in &targets {
+                w.record_complaint(target, recipient, now)?;
+            }
+        }
+        if let Some(fields) = &self.unsubscribe
+            && let [id, recipient, ..] = fields.as_slice()
+        {
+            w.record_unsubscribe(id, recipient, "mailto", now)?;
+        }
+        Ok(())
+    }
 }
 
 /// What a received message says, read without side effects (and fuzzed as such).
@@ -211,39 +277,6 @@ pub fn inspect(raw: &[u8], now: u64) -> Option<Inspected> {
         parents: references(&message),
     })
 }
-
-/// SPF, DKIM and DMARC of the message as an Authentication-Results header. A DNS failure makes a
-/// temperror result, never a refusal: the message is stored and the result says what happened.
-async fn authenticate(app: &App, envelope: &Envelope, raw: &[u8], host: &str) -> String {
-    let authenticator = MessageAuthenticator(app.dns.resolver().clone());
-    let Some(message) = AuthenticatedMessage::parse(raw) else {
-        return format!("Authentication-Results: {host}; none (unparseable message)\r\n");
-    };
-    let check = async {
-        let dkim = authenticator.verify_dkim(&message).await;
-        let helo = if envelope.helo.is_empty() { "unknown" } else { envelope.helo.as_str() };
-        let spf = authenticator
-            .verify_spf(SpfParameters::verify_mail_from(envelope.ip, helo, host, &envelope.from))
-            .await;
-        let mail_from_domain = envelope.from.rsplit_once('@').map_or(helo, |(_, d)| d).to_owned();
-        let dmarc = authenticator
-            .verify_dmarc(DmarcParameters::new(&message, &dkim, &mail_from_domain, &spf))
-            .await;
-        AuthenticationResults::new(host)
-            .with_dkim_results(&dkim, message.from())
-            .with_spf_mailfrom_result(&spf, envelope.ip, &envelope.from, helo)
-            .with_dmarc_result(&dmarc)
-            .to_header()
-    };
-    match tokio::time::timeout(Duration::from_secs(15), check).await {
-        Ok(header) => header,
-        Err(_) => format!(
-            "Authentication-Results: {host}; dkim=temperror; spf=temperror; dmarc=temperror\r\n"
-        ),
-    }
-}
-
-use mail_auth::common::headers::HeaderWriter;
 
 /// The email as stored for a mailbox (the mailbox and id are filled in per copy).
 fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {

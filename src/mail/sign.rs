@@ -87,22 +87,41 @@ impl DomainSigner {
     }
 }
 
-/// Signers by domain name, built on first use.
+/// Signers by domain name, built on first use. Each entry remembers the keys it was built from
+/// and is rebuilt when the domain's stored keys differ: a domain removed and added again (or its
+/// keys rotated) must never be signed for with a key that is no longer published.
 #[derive(Default)]
 pub struct Signers {
-    cache: RwLock<HashMap<String, Arc<DomainSigner>>>,
+    cache: RwLock<HashMap<String, Cached>>,
+}
+
+struct Cached {
+    /// `(selector, private key)` of every key the signer holds.
+    keys: Vec<(String, String)>,
+    signer: Arc<DomainSigner>,
+}
+
+fn same_keys(cached: &[(String, String)], domain: &Domain) -> bool {
+    cached.len() == domain.dkim.len()
+        && cached
+            .iter()
+            .zip(&domain.dkim)
+            .all(|((selector, key), k)| *selector == k.selector && *key == k.private_key)
 }
 
 impl Signers {
     pub fn get(&self, domain: &Domain) -> Result<Arc<DomainSigner>> {
         if let Ok(cache) = self.cache.read()
             && let Some(found) = cache.get(&domain.name)
+            && same_keys(&found.keys, domain)
         {
-            return Ok(found.clone());
+            return Ok(found.signer.clone());
         }
         let signer = Arc::new(DomainSigner::new(domain)?);
+        let keys =
+            domain.dkim.iter().map(|k| (k.selector.clone(), k.private_key.clone())).collect();
         if let Ok(mut cache) = self.cache.write() {
-            cache.insert(domain.name.clone(), signer.clone());
+            cache.insert(domain.name.clone(), Cached { keys, signer: signer.clone() });
         }
         Ok(signer)
     }

@@ -147,9 +147,42 @@ impl Session {
     }
 }
 
+/// How the pool's sessions use TLS.
+pub enum TlsPolicy {
+    /// MX hosts: STARTTLS when offered, certificates unchecked, plain text when the handshake
+    /// fails. Without DANE or MTA-STS an MX cannot be authenticated, and refusing would only
+    /// send the mail in clear text elsewhere; this protects against passive eavesdropping.
+    Opportunistic,
+    /// A configured relay: the certificate is verified (against `ca`, a PEM file, or the
+    /// system's trust store) and a failed handshake never falls back to plain text, since the
+    /// session carries our credentials.
+    Verified { ca: Option<std::path::PathBuf> },
+}
+
+/// A TLS client configuration that verifies certificates against `ca` or the system's roots.
+fn verifying_connector(ca: Option<&std::path::Path>) -> Result<TlsConnector, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let Some(path) = ca else {
+        return mail_send::smtp::tls::build_tls_connector(false);
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("relay CA file {}: {e}", path.display()))?;
+    for cert in certs {
+        let cert = cert.map_err(|e| format!("relay CA file {}: {e}", path.display()))?;
+        roots.add(cert).map_err(|e| format!("relay CA file {}: {e}", path.display()))?;
+    }
+    let config =
+        rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    Ok(TlsConnector::from(std::sync::Arc::new(config)))
+}
+
 pub struct Pool {
     idle: Mutex<HashMap<SocketAddr, Vec<Session>>>,
     tls: Option<TlsConnector>,
+    /// Whether a failed TLS handshake may be retried in plain text.
+    fallback: bool,
     helo: String,
     connect_timeout: Duration,
     command_timeout: Duration,
@@ -162,15 +195,17 @@ impl Pool {
         connect_timeout: Duration,
         command_timeout: Duration,
         credentials: Option<Credentials<String>>,
+        policy: TlsPolicy,
     ) -> Pool {
-        // Opportunistic TLS to MX hosts cannot verify certificates (no MX authentication without
-        // DANE or MTA-STS): it protects against passive eavesdropping, which is its purpose.
-        let tls = mail_send::smtp::tls::build_tls_connector(true)
-            .map_err(|e| tracing::warn!(error = %e, "STARTTLS unavailable"))
-            .ok();
+        let (tls, fallback) = match &policy {
+            TlsPolicy::Opportunistic => (mail_send::smtp::tls::build_tls_connector(true), true),
+            TlsPolicy::Verified { ca } => (verifying_connector(ca.as_deref()), false),
+        };
+        let tls = tls.map_err(|e| tracing::error!(error = %e, "outbound TLS unavailable")).ok();
         Pool {
             idle: Mutex::new(HashMap::new()),
             tls,
+            fallback,
             helo,
             connect_timeout,
             command_timeout,
@@ -185,7 +220,9 @@ impl Pool {
             return Ok(s);
         }
         match self.connect(addr, host, true).await {
-            Err(Broken(why)) if why.starts_with("TLS") => self.connect(addr, host, false).await,
+            Err(Broken(why)) if self.fallback && why.starts_with("TLS") => {
+                self.connect(addr, host, false).await
+            }
             other => other,
         }
     }

@@ -43,13 +43,17 @@ impl Queue {
             _ => None,
         };
         let helo = config.smtp.hostname.clone().unwrap_or_else(|| "localhost".into());
+        let policy = match &d.relay {
+            Some(_) => client::TlsPolicy::Verified { ca: d.relay_ca.clone() },
+            None => client::TlsPolicy::Opportunistic,
+        };
         Queue {
             wake: Notify::new(),
             in_flight: Mutex::new(HashSet::new()),
             slots: Arc::new(Semaphore::new(d.concurrency)),
             per_domain: Mutex::new(HashMap::new()),
             per_domain_limit: d.per_domain,
-            pool: Pool::new(helo, d.connect_timeout, d.command_timeout, credentials),
+            pool: Pool::new(helo, d.connect_timeout, d.command_timeout, credentials, policy),
         }
     }
 
@@ -167,7 +171,7 @@ async fn attempt_inner(app: &App, due: u64, id: &str) -> Result<()> {
         return finish(app, id, due, Vec::new(), 0).await;
     }
     let message = compose::render(app, &email, &domain)?;
-    let envelope_from = format!("bounces+{}@{}", email.summary.id, domain.name);
+    let envelope_from = app.tokens.bounce_address(&email.summary.id, &domain.name);
     let mut outcomes = Vec::with_capacity(pending.len());
     for (destination, recipients) in group(app, &pending) {
         let delivered =
@@ -257,24 +261,46 @@ async fn deliver(
         },
         (None, None) => return Vec::new(),
     };
-    let mut last_error = String::from("no mail exchanger could be reached");
+    let relay = domain.is_none();
+    let allow_private = relay || app.config.delivery.allow_private;
+    // What the API caller sees stays generic: connection errors of particular hosts and ports
+    // would make the send API a port scanner. The details go to the log.
+    let mut reached_any = false;
     for (host, port) in hosts {
+        if !allow_private && host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok() {
+            tracing::warn!(%host, "mail exchanger is an IP address literal; refused");
+            continue;
+        }
         let ips = match app.dns.addresses(&host).await {
             Ok(ips) => ips,
             Err(e) => {
-                last_error = format!("cannot resolve {host}: {e}");
+                tracing::info!(%host, error = %e, "mail exchanger does not resolve");
+                reached_any = true;
                 continue;
             }
         };
-        for ip in ips.into_iter().take(2) {
+        for ip in ips.into_iter().filter(|ip| allow_private || crate::dns::is_public(*ip)).take(2) {
+            reached_any = true;
             let addr = SocketAddr::new(ip, port);
             match transact(app, addr, &host, from, recipients, message).await {
                 Ok(outcomes) => return outcomes,
-                Err(e) => last_error = format!("{host} ({addr}): {e}"),
+                Err(e) => tracing::info!(%host, %addr, error = %e, "delivery connection failed"),
             }
         }
     }
-    all(recipients, Outcome::Deferred(last_error))
+    if !reached_any {
+        tracing::warn!(domain = domain.unwrap_or("relay"), "no public mail exchanger; refused");
+        return all(
+            recipients,
+            Outcome::Failed("550 5.4.4 the domain's mail exchangers have no public address".into()),
+        );
+    }
+    let text = if relay {
+        "4.4.1 the relay could not be reached"
+    } else {
+        "4.4.1 no mail exchanger could be reached"
+    };
+    all(recipients, Outcome::Deferred(text.into()))
 }
 
 /// One transaction on a pooled session; a reused session that turns out dead gets one retry on

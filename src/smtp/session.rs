@@ -5,9 +5,12 @@
 use std::borrow::Cow;
 use std::net::IpAddr;
 
-use smtp_proto::request::receiver::{DataReceiver, DummyDataReceiver, RequestReceiver};
+use smtp_proto::request::receiver::RequestReceiver;
 use smtp_proto::{Error as ProtoError, Request};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::data::{Budget, DataReader};
 
 use crate::app::App;
 
@@ -35,14 +38,26 @@ struct Envelope {
 enum Mode {
     Commands,
     Data {
-        receiver: DataReceiver,
+        reader: DataReader,
         message: Vec<u8>,
+        /// The share of the in-flight budget the message holds.
+        held: Option<OwnedSemaphorePermit>,
     },
-    /// The message grew past the limit: read it to its end, then refuse it.
-    Discard(DummyDataReceiver),
+    /// The message cannot be taken: read it to its end, then answer `reply`.
+    Discard {
+        reader: DataReader,
+        reply: &'static str,
+    },
 }
 
-pub async fn run<S>(stream: &mut S, app: &App, peer: &Peer) -> std::io::Result<End>
+const TOO_BIG: &str = "552 5.3.4 message exceeds the size limit\r\n";
+const NO_MEMORY: &str = "452 4.3.1 insufficient system resources, try again later\r\n";
+const BARE_LINE_ENDING: &str =
+    "550 5.6.11 bare CR or LF in the message; lines must end with CRLF\r\n";
+/// Refused recipients answered at once; later ones wait `smtp.error_delay` each.
+const FREE_REFUSALS: usize = 2;
+
+pub async fn run<S>(stream: &mut S, app: &App, peer: &Peer, budget: &Budget) -> std::io::Result<End>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -55,6 +70,7 @@ where
     let mut mode = Mode::Commands;
     let mut reader = CommandReader::default();
     let mut errors = 0usize;
+    let mut refused = 0usize;
     let mut input = vec![0u8; 16 * 1024];
     let mut out = Vec::with_capacity(1024);
     loop {
@@ -73,37 +89,52 @@ where
         let mut bytes = input[..n].iter();
         loop {
             match &mut mode {
-                Mode::Data { receiver: data, message } => {
-                    let done = data.ingest(&mut bytes, message);
-                    let too_big = message.len() > cfg.max_message_size;
-                    if too_big && !done {
-                        // Read the rest without keeping it, then refuse.
-                        mode = Mode::Discard(DummyDataReceiver::new_data(data));
+                Mode::Data { reader, message, held } => {
+                    let done = reader.ingest(&mut bytes, message, true);
+                    let refusal = if message.len() > cfg.max_message_size {
+                        Some(TOO_BIG)
+                    } else if !budget.cover(held, message.len()) {
+                        Some(NO_MEMORY)
+                    } else {
+                        None
+                    };
+                    if let Some(reply) = refusal {
+                        if done {
+                            out.extend_from_slice(reply.as_bytes());
+                            mode = Mode::Commands;
+                            env.from = None;
+                            env.recipients.clear();
+                        } else {
+                            // Read the rest without keeping it, then refuse.
+                            let reader = std::mem::take(reader);
+                            mode = Mode::Discard { reader, reply };
+                        }
                         continue;
                     }
                     if !done {
                         break;
                     }
-                    if too_big {
-                        mode = Mode::Commands;
-                        out.extend_from_slice(b"552 5.3.4 message exceeds the size limit\r\n");
-                        env.from = None;
-                        env.recipients.clear();
-                        continue;
-                    }
+                    let bare = reader.bare_line_ending();
                     let message = std::mem::take(message);
+                    let held = held.take();
                     mode = Mode::Commands;
-                    let reply = deliver(app, peer, &env, message).await;
-                    out.extend_from_slice(reply.as_bytes());
+                    if bare {
+                        errors += 1;
+                        out.extend_from_slice(BARE_LINE_ENDING.as_bytes());
+                    } else {
+                        let reply = deliver(app, peer, &env, message).await;
+                        out.extend_from_slice(reply.as_bytes());
+                    }
+                    drop(held);
                     env.from = None;
                     env.recipients.clear();
                 }
-                Mode::Discard(skip) => {
-                    if !skip.ingest(&mut bytes) {
+                Mode::Discard { reader, reply } => {
+                    if !reader.ingest(&mut bytes, &mut Vec::new(), false) {
                         break;
                     }
+                    out.extend_from_slice(reply.as_bytes());
                     mode = Mode::Commands;
-                    out.extend_from_slice(b"552 5.3.4 message exceeds the size limit\r\n");
                     env.from = None;
                     env.recipients.clear();
                 }
@@ -126,6 +157,23 @@ where
                     };
                     match command(app, peer, &host, &mut env, request).await {
                         Step::Reply(reply) => out.extend_from_slice(reply.as_bytes()),
+                        Step::Refused(reply) => {
+                            // Counted like bad commands and slowed down: refused recipients are
+                            // how addresses are harvested.
+                            refused += 1;
+                            errors += 1;
+                            if refused > FREE_REFUSALS {
+                                tokio::time::sleep(cfg.error_delay).await;
+                            }
+                            out.extend_from_slice(reply.as_bytes());
+                            if errors >= cfg.max_errors {
+                                out.extend_from_slice(
+                                    b"421 4.7.0 too many errors, closing connection\r\n",
+                                );
+                                stream.write_all(&out).await?;
+                                return Ok(End::Closed);
+                            }
+                        }
                         Step::Error(reply) => {
                             errors += 1;
                             out.extend_from_slice(reply.as_bytes());
@@ -140,8 +188,9 @@ where
                         Step::Data => {
                             out.extend_from_slice(b"354 end data with <CR><LF>.<CR><LF>\r\n");
                             mode = Mode::Data {
-                                receiver: DataReceiver::new(),
+                                reader: DataReader::default(),
                                 message: Vec::with_capacity(8192),
+                                held: None,
                             };
                         }
                         Step::StartTls => {
@@ -227,6 +276,8 @@ pub fn replies_to(data: &[u8], chunk: usize) -> Vec<String> {
 
 enum Step {
     Reply(String),
+    /// A recipient refused for good (5xx): counted and slowed down.
+    Refused(String),
     Error(String),
     Data,
     StartTls,
@@ -307,6 +358,7 @@ async fn command(
                     }
                     Step::Reply("250 2.1.5 recipient ok\r\n".into())
                 }
+                Err(reply) if reply.starts_with('5') => Step::Refused(reply),
                 Err(reply) => Step::Reply(reply),
             }
         }

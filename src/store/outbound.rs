@@ -368,15 +368,20 @@ impl Wtx<'_> {
         Ok(())
     }
 
-    /// An ARF complaint about `recipient` of message `id`: the address is suppressed.
-    pub fn record_complaint(&mut self, id: &str, recipient: &str, at: u64) -> Result<()> {
+    /// An ARF complaint about `recipient` of message `id`: the address is suppressed, if it was
+    /// a recipient of that message (a report cannot name an arbitrary address). Returns whether
+    /// it was.
+    pub fn record_complaint(&mut self, id: &str, recipient: &str, at: u64) -> Result<bool> {
         let Some(email) = self.load_email(id)? else {
-            return Ok(());
+            return Ok(false);
         };
+        if !email.deliveries.iter().any(|d| d.recipient.eq_ignore_ascii_case(recipient)) {
+            return Ok(false);
+        }
         let domain = email.domain().to_owned();
         self.suppress(&domain, recipient, "complaint", "ARF feedback report", at)?;
         self.end_enrollment_of(&email, "cancelled", at)?;
-        Ok(())
+        Ok(true)
     }
 
     /// The id of the email we sent with this Message-ID.

@@ -12,23 +12,9 @@ use crate::app::App;
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::inbound::Inspected;
+use crate::inbound::auth::Verdict;
 use crate::queue::compose::split_display;
 use crate::store::{Email, Folder, Wtx};
-
-/// Whether our Authentication-Results (the first such header: we put it on top) show a DKIM
-/// pass for `domain`.
-pub fn dkim_passes(email: &Email, domain: &str) -> bool {
-    let Some(results) =
-        email.headers.iter().find(|h| h.name.eq_ignore_ascii_case("Authentication-Results"))
-    else {
-        return false;
-    };
-    let wanted = format!("header.d={domain}");
-    results.value.split(';').map(str::trim).any(|clause| {
-        clause.starts_with("dkim=pass")
-            && clause.split_whitespace().any(|t| t.eq_ignore_ascii_case(&wanted))
-    })
-}
 
 fn header<'a>(email: &'a Email, name: &str) -> Option<&'a str> {
     email.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value.trim())
@@ -54,6 +40,7 @@ pub async fn take(
     app: &App,
     recipients: &[String],
     seen: &Inspected,
+    verdict: &Verdict,
     raw: &[u8],
     now: u64,
 ) -> Result<Option<String>> {
@@ -65,8 +52,10 @@ pub async fn take(
     let (sender_domain, _) = key_of(&from);
     let arrival = Arrival {
         marker: marker.to_owned(),
-        authenticated: dkim_passes(&seen.email, sender_domain),
-        peer: app.config.warmup.peers.contains(&from),
+        authenticated: verdict.dkim_passes_for(sender_domain),
+        // A peer is recognised by its address only when its own domain signed the message: a
+        // From header alone is whatever the sender typed.
+        peer: app.config.warmup.peers.contains(&from) && verdict.dkim_passes_for(sender_domain),
         recipients: recipients.iter().map(|r| r.to_ascii_lowercase()).collect(),
         is_reply: seen.email.in_reply_to.is_some(),
         parents: seen.parents.clone(),
@@ -186,37 +175,4 @@ fn bump_landed(w: &mut Wtx<'_>, mailbox: &str) -> Result<()> {
         w.put_warmup(&rec)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::Header;
-
-    fn with_results(value: &str) -> Email {
-        Email {
-            headers: vec![
-                Header { name: "Received".into(), value: "from x".into() },
-                Header { name: "Authentication-Results".into(), value: value.into() },
-                Header {
-                    name: "Authentication-Results".into(),
-                    value: "forged; dkim=pass header.d=evil.test".into(),
-                },
-            ],
-            ..Email::default()
-        }
-    }
-
-    #[test]
-    fn dkim_pass_must_be_ours_and_for_the_sender_domain() {
-        let ok = with_results(
-            "mx.test;\r\n\tdkim=pass header.d=alpha.test header.s=rsa header.b=abc;\r\n\tspf=none",
-        );
-        assert!(dkim_passes(&ok, "alpha.test"));
-        assert!(!dkim_passes(&ok, "beta.test"));
-        let failed = with_results("mx.test; dkim=fail header.d=alpha.test; spf=pass");
-        assert!(!dkim_passes(&failed, "alpha.test"));
-        assert!(!dkim_passes(&failed, "evil.test"), "only the first (our) header counts");
-        assert!(!dkim_passes(&Email::default(), "alpha.test"));
-    }
 }

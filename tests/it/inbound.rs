@@ -311,6 +311,8 @@ fn a_reply_is_linked_to_the_message_it_answers() {
 #[test]
 fn a_complaint_suppresses_the_address() {
     let w = MailWorld::start();
+    // The report must authenticate for its From domain: SPF authorizes the test client.
+    w.dns.add_txt("isp.example", "v=spf1 ip4:127.0.0.1 -all");
     let sent = w.send(json!({"from": "sales@alpha.test", "to": "angry@example.org", "subject": "s", "text": "t"})).expect(200).json();
     let _ = sent;
     let got = w.sink.wait_for(1, Duration::from_secs(10));

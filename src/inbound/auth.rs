@@ -1,0 +1,166 @@
+//! SPF, DKIM and DMARC of a received message (mail-auth), kept in two forms: the
+//! Authentication-Results header stored with the message for people and clients, and a `Verdict`
+//! for the code that acts on the message. Decisions are never taken by reading the header back:
+//! its text contains what the sender chose (the MAIL FROM local part, the HELO), so a crafted
+//! envelope could make `dkim=pass` appear in it.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use mail_auth::common::headers::HeaderWriter;
+use mail_auth::dmarc::verify::DmarcParameters;
+use mail_auth::spf::verify::SpfParameters;
+use mail_auth::{
+    AuthenticatedMessage, AuthenticationResults, DkimResult, MessageAuthenticator, SpfResult,
+};
+
+/// What authentication proved about a message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Signing domains (`d=`) of the DKIM signatures that verified, lower-cased.
+    pub dkim_pass: Vec<String>,
+    /// The domain SPF authorized the client for (MAIL FROM, or HELO for a null sender).
+    pub spf_pass: Option<String>,
+    /// The domain of the From header, lower-cased.
+    pub from_domain: String,
+}
+
+impl Verdict {
+    /// Whether a passing DKIM signature or SPF result is aligned with the From domain (DMARC's
+    /// relaxed alignment): the same domain, or one a subdomain of the other. Without a public
+    /// suffix list this never aligns two different registrable domains, since nobody can sign
+    /// for, or be SPF-authorized by, a public suffix itself.
+    pub fn aligned(&self) -> bool {
+        !self.from_domain.is_empty()
+            && self.authenticated_domains().any(|d| related(d, &self.from_domain))
+    }
+
+    /// Whether `domain` (or a subdomain of it) passed DKIM.
+    pub fn dkim_passes_for(&self, domain: &str) -> bool {
+        self.dkim_pass.iter().any(|d| d.eq_ignore_ascii_case(domain))
+    }
+
+    /// Whether one of `domains` authenticated the message (DKIM or SPF), aligned or not.
+    pub fn authenticated_by(&self, domains: &[String]) -> bool {
+        self.authenticated_domains().any(|d| domains.iter().any(|want| related(d, want)))
+    }
+
+    fn authenticated_domains(&self) -> impl Iterator<Item = &str> {
+        self.dkim_pass.iter().map(String::as_str).chain(self.spf_pass.as_deref())
+    }
+}
+
+/// `a` and `b` are the same domain or one is a subdomain of the other.
+fn related(a: &str, b: &str) -> bool {
+    let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
+    let (a, b) = (a.trim_end_matches('.'), b.trim_end_matches('.'));
+    let under = |child: &str, parent: &str| {
+        child.len() > parent.len()
+            && child.ends_with(parent)
+            && child.as_bytes()[child.len() - parent.len() - 1] == b'.'
+    };
+    a == b || under(a, b) || under(b, a)
+}
+
+/// The envelope facts authentication needs.
+pub struct Envelope<'a> {
+    pub ip: IpAddr,
+    pub helo: &'a str,
+    pub mail_from: &'a str,
+}
+
+/// Authenticates `raw`: the header to prepend, and the verdict. A DNS failure makes a temperror
+/// result, never a refusal: the message is stored and the header says what happened.
+pub async fn authenticate(
+    authenticator: &MessageAuthenticator,
+    envelope: Envelope<'_>,
+    raw: &[u8],
+    host: &str,
+) -> (String, Verdict) {
+    let Some(message) = AuthenticatedMessage::parse(raw) else {
+        return (
+            format!("Authentication-Results: {host}; none (unparseable message)\r\n"),
+            Verdict::default(),
+        );
+    };
+    let from_domain = message
+        .from()
+        .rsplit_once('@')
+        .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase())
+        .unwrap_or_default();
+    let helo = if envelope.helo.is_empty() { "unknown" } else { envelope.helo };
+    let check = async {
+        let dkim = authenticator.verify_dkim(&message).await;
+        let spf = authenticator
+            .verify_spf(SpfParameters::verify_mail_from(
+                envelope.ip,
+                helo,
+                host,
+                envelope.mail_from,
+            ))
+            .await;
+        let mail_from_domain =
+            envelope.mail_from.rsplit_once('@').map_or(helo, |(_, d)| d).to_owned();
+        let dmarc = authenticator
+            .verify_dmarc(DmarcParameters::new(&message, &dkim, &mail_from_domain, &spf))
+            .await;
+        let verdict = Verdict {
+            dkim_pass: dkim
+                .iter()
+                .filter(|d| *d.result() == DkimResult::Pass)
+                .filter_map(|d| d.signature().map(|s| s.d.to_ascii_lowercase()))
+                .collect(),
+            spf_pass: (spf.result() == SpfResult::Pass)
+                .then(|| mail_from_domain.to_ascii_lowercase()),
+            from_domain: from_domain.clone(),
+        };
+        let header = AuthenticationResults::new(host)
+            .with_dkim_results(&dkim, message.from())
+            .with_spf_mailfrom_result(&spf, envelope.ip, envelope.mail_from, helo)
+            .with_dmarc_result(&dmarc)
+            .to_header();
+        (header, verdict)
+    };
+    match tokio::time::timeout(Duration::from_secs(15), check).await {
+        Ok(done) => done,
+        Err(_) => (
+            format!(
+                "Authentication-Results: {host}; dkim=temperror; spf=temperror; dmarc=temperror\r\n"
+            ),
+            Verdict { from_domain, ..Verdict::default() },
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(dkim: &[&str], spf: Option<&str>, from: &str) -> Verdict {
+        Verdict {
+            dkim_pass: dkim.iter().map(|d| d.to_string()).collect(),
+            spf_pass: spf.map(str::to_owned),
+            from_domain: from.into(),
+        }
+    }
+
+    #[test]
+    fn alignment_is_relaxed_but_never_across_registrable_domains() {
+        assert!(verdict(&["isp.example"], None, "isp.example").aligned());
+        assert!(verdict(&["mail.isp.example"], None, "isp.example").aligned());
+        assert!(verdict(&[], Some("bounce.isp.example"), "isp.example").aligned());
+        assert!(!verdict(&["evil.example"], Some("evil.example"), "isp.example").aligned());
+        assert!(!verdict(&["a.github.io"], None, "b.github.io").aligned());
+        assert!(!verdict(&["xisp.example"], None, "isp.example").aligned());
+        assert!(!verdict(&[], None, "").aligned());
+    }
+
+    #[test]
+    fn configured_senders_count_when_they_authenticated() {
+        let v = verdict(&["fbl.provider.example"], None, "reports.other.example");
+        assert!(!v.aligned());
+        assert!(v.authenticated_by(&["provider.example".into()]));
+        assert!(!v.authenticated_by(&["other.example".into()]));
+        assert!(v.dkim_passes_for("fbl.provider.example"));
+    }
+}

@@ -136,7 +136,7 @@ pub fn send(socket: &Path, command: &Command) -> Result<Option<String>> {
 /// Serves the admin socket until shutdown. `after` runs after each command that changed keys.
 pub async fn serve_socket(
     listener: tokio::net::UnixListener,
-    app: crate::app::App,
+    app: crate::state::App,
     mut shutdown: crate::shutdown::Shutdown,
 ) {
     loop {
@@ -159,7 +159,7 @@ pub async fn serve_socket(
     }
 }
 
-async fn answer(stream: tokio::net::UnixStream, app: crate::app::App) -> Result<()> {
+async fn answer(stream: tokio::net::UnixStream, app: crate::state::App) -> Result<()> {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
     let (read, mut write) = stream.into_split();
     let mut line = String::new();

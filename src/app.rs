@@ -1,77 +1,78 @@
-//! Shared state and the server's life cycle: open, listen, announce, serve, drain, close.
+//! The server's life cycle, and nothing else: build the state and the engines from their parts,
+//! bind, serve, drain, close. Every engine gets the narrow handles it uses.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::auth::KeyTable;
 use crate::config::Config;
+use crate::dns::Dns;
 use crate::error::{Error, Result};
 use crate::http::Router;
+use crate::mail::sign::Signers;
+use crate::queue::Queue;
 use crate::shutdown::Shutdown;
+use crate::state::{App, AppState, Parts};
 use crate::store::Store;
+use crate::tracking::Tokens;
+use crate::wake::Wake;
 
-pub struct AppState {
-    pub config: Config,
-    pub store: Store,
-    pub keys: KeyTable,
-    pub router: Router,
-    pub dns: Arc<crate::dns::Dns>,
-    pub queue: crate::queue::Queue,
-    pub sequences: crate::sequences::Engine,
-    pub tokens: crate::tracking::Tokens,
-    pub signers: crate::mail::sign::Signers,
-    pub tool_limits: crate::ratelimit::ToolLimits,
-    pub api_limits: crate::ratelimit::ApiLimits,
-    /// Where error objects point for reference.
-    pub documentation_url: String,
-    /// The OpenAPI document as JSON, converted from `schema/openapi.yaml` at build time.
-    pub openapi_json: Bytes,
+pub use crate::api::meta::{OPENAPI_JSON, OPENAPI_YAML};
+
+/// A server ready to run: the shared state, the route table and the engines' handles.
+pub struct Server {
+    pub state: App,
+    router: Router,
+    queue: Arc<crate::queue::Deps>,
+    sequences: Arc<crate::sequences::Deps>,
+    warmup: Arc<crate::warmup::Deps>,
 }
 
-pub type App = Arc<AppState>;
-
-/// The OpenAPI document, exactly as written.
-pub const OPENAPI_YAML: &str = include_str!("../schema/openapi.yaml");
-/// The OpenAPI document as JSON (generated from the YAML by `build.rs`).
-pub const OPENAPI_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
-
-impl AppState {
-    pub fn new(config: Config, store: Store) -> Result<App> {
+impl Server {
+    /// Builds everything from the configuration and the opened store.
+    pub fn new(config: Config, store: Store) -> Result<Server> {
+        let config = Arc::new(config);
+        let store = Arc::new(store);
         let keys = KeyTable::default();
         keys.reload(&store)?;
         let router = Router::new(crate::api::routes()).map_err(Error::internal)?;
-        let documentation_url = format!("{}/openapi.json", config.public_url());
-        let dns = Arc::new(crate::dns::Dns::new(
-            config.delivery.nameserver,
-            config.delivery.dns_timeout,
-        )?);
-        let tokens = crate::tracking::Tokens::new(&store.read_blocking(|r| r.secret("tracking"))?);
-        let queue = crate::queue::Queue::new(&config);
-        let (config_tools, config_proxies) =
-            (config.tools.clone(), config.http.trusted_proxies.clone());
-        let api_limits =
-            crate::ratelimit::ApiLimits::new(config.api.rate_per_second, config.api.burst);
-        Ok(Arc::new(AppState {
+        let dns = Arc::new(Dns::new(config.delivery.nameserver, config.delivery.dns_timeout)?);
+        let tokens = Arc::new(Tokens::new(&store.read_blocking(|r| r.secret("tracking"))?));
+        let signers = Arc::new(Signers::default());
+        let (queue_wake, sequences_wake) = (Wake::default(), Wake::default());
+        let queue = Arc::new(crate::queue::Deps {
+            store: store.clone(),
+            queue: Arc::new(Queue::new(&config, queue_wake.clone())),
+            dns: dns.clone(),
+            tokens: tokens.clone(),
+            signers: signers.clone(),
+            delivery: config.delivery.clone(),
+            public_url: config.public_url(),
+            grace: config.http.shutdown_grace,
+        });
+        let sequences = Arc::new(crate::sequences::Deps {
+            store: store.clone(),
+            queue: queue_wake.clone(),
+            wake: sequences_wake.clone(),
+        });
+        let warmup = Arc::new(crate::warmup::Deps {
+            store: store.clone(),
+            queue: queue_wake.clone(),
+            config: config.warmup.clone(),
+        });
+        let state = AppState::new(Parts {
             config,
             store,
             keys,
-            router,
             dns,
-            queue,
-            sequences: crate::sequences::Engine::default(),
+            queue: queue_wake,
+            sequences: sequences_wake,
             tokens,
-            signers: crate::mail::sign::Signers::default(),
-            tool_limits: crate::ratelimit::ToolLimits::new(
-                config_tools.rate_per_minute,
-                config_tools.burst,
-                config_proxies,
-            ),
-            api_limits,
-            documentation_url,
-            openapi_json: Bytes::from_static(OPENAPI_JSON.as_bytes()),
-        }))
+            signers,
+            openapi_json: bytes::Bytes::from_static(OPENAPI_JSON.as_bytes()),
+        });
+        Ok(Server { state, router, queue, sequences, warmup })
     }
 }
 
@@ -104,14 +105,15 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
 }
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
-pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<()> {
+pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Result<()> {
+    let Server { state: app, router, queue, sequences, warmup } = server;
     let admin_path =
         listeners.admin.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
     let admin =
         tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
-    let queue = tokio::spawn(crate::queue::run(app.clone(), shutdown.clone()));
-    let sequences = tokio::spawn(crate::sequences::run(app.clone(), shutdown.clone()));
-    let warmup = tokio::spawn(crate::warmup::run(app.clone(), shutdown.clone()));
+    let queue = tokio::spawn(crate::queue::run(queue, shutdown.clone()));
+    let sequences = tokio::spawn(crate::sequences::run(sequences, shutdown.clone()));
+    let warmup = tokio::spawn(crate::warmup::run(warmup, shutdown.clone()));
     let tidy = {
         let app = app.clone();
         tokio::spawn(async move {
@@ -138,7 +140,7 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
         tls,
         shutdown.clone(),
     ));
-    crate::http::server::serve(listeners.http, app.clone(), shutdown).await;
+    crate::http::server::serve(listeners.http, app.clone(), router, shutdown).await;
     let _ = admin.await;
     let _ = smtp.await;
     // Attempts in flight commit their outcomes before the store closes.
@@ -149,8 +151,8 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);
     }
-    let store_app = app.clone();
-    tokio::task::spawn_blocking(move || store_app.store.close()).await.map_err(Error::internal)?;
+    let store = app.store.clone();
+    tokio::task::spawn_blocking(move || store.close()).await.map_err(Error::internal)?;
     tracing::info!("store closed");
     Ok(())
 }

@@ -117,9 +117,9 @@ async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
         config.http.listen = http;
     }
     config.smtp.listen = smtp;
-    let app = app::AppState::new(config, store)?;
+    let server = app::Server::new(config, store)?;
     if demo_mode {
-        let state = app.clone();
+        let state = server.state.clone();
         let text = tokio::task::spawn_blocking(move || {
             let out = demo::prepare(&state.store, &state.config.public_url());
             state.keys.reload(&state.store)?;
@@ -136,5 +136,5 @@ async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
         shutdown::signal().await;
         trigger.fire();
     });
-    app::run(app, listeners, stop).await
+    app::run(server, listeners, stop).await
 }

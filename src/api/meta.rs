@@ -1,8 +1,12 @@
 //! Health and the API description.
 
+/// The OpenAPI document, exactly as written.
+pub const OPENAPI_YAML: &str = include_str!("../../schema/openapi.yaml");
+/// The OpenAPI document as JSON (generated from the YAML by `build.rs`).
+pub const OPENAPI_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
+
 use bytes::Bytes;
 
-use crate::app::OPENAPI_YAML;
 use crate::error::{Error, Result};
 use crate::http::{Ctx, Reply};
 

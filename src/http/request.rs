@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
-use crate::app::App;
 use crate::auth::Principal;
 use crate::error::{Error, Result};
+use crate::state::App;
 
 pub struct Ctx {
     pub app: App,

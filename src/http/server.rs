@@ -20,12 +20,13 @@ use tokio::sync::Semaphore;
 
 use super::error::error_reply;
 use super::request::Ctx;
-use super::router::Access;
-use crate::app::App;
+use super::router::{Access, Router};
 use crate::error::{Error, Result};
 use crate::shutdown::Shutdown;
+use crate::state::App;
 
-pub async fn serve(listener: TcpListener, app: App, mut shutdown: Shutdown) {
+pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown: Shutdown) {
+    let router = Arc::new(router);
     let cfg = &app.config.http;
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -58,7 +59,8 @@ pub async fn serve(listener: TcpListener, app: App, mut shutdown: Shutdown) {
             });
             continue;
         };
-        let service = service_fn(move |req| handle(app.clone(), peer, req));
+        let router = router.clone();
+        let service = service_fn(move |req| handle(app.clone(), router.clone(), peer, req));
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -77,6 +79,7 @@ pub async fn serve(listener: TcpListener, app: App, mut shutdown: Shutdown) {
 
 async fn handle(
     app: App,
+    router: Arc<Router>,
     peer: SocketAddr,
     req: Request<Incoming>,
 ) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
@@ -84,7 +87,7 @@ async fn handle(
     let method = req.method().clone();
     let mut path = req.uri().path().to_owned();
     let mut key_id = None;
-    let reply = match dispatch(&app, peer, req, &mut key_id, &mut path).await {
+    let reply = match dispatch(&app, &router, peer, req, &mut key_id, &mut path).await {
         Ok(reply) => reply,
         Err(error) => error_reply(&error, &app.documentation_url),
     };
@@ -101,12 +104,13 @@ async fn handle(
 
 async fn dispatch(
     app: &App,
+    router: &Router,
     peer: SocketAddr,
     req: Request<Incoming>,
     key_id: &mut Option<Arc<str>>,
     logged_path: &mut String,
 ) -> Result<super::reply::Reply> {
-    let matched = app.router.find(req.method(), req.uri().path())?;
+    let matched = router.find(req.method(), req.uri().path())?;
     let access = matched.route.access;
     if access == Access::Link {
         // Link tokens name a recipient: the log shows the route, never the token.

@@ -12,9 +12,9 @@ use std::net::IpAddr;
 use mail_auth::MessageAuthenticator;
 use mail_parser::{Message, MessageParser, MimeHeaders};
 
-use crate::app::App;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
+use crate::state::App;
 use crate::store::{Attachment, Email, Folder, Header, Summary, Wtx};
 
 /// The envelope of a received message.

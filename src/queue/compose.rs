@@ -1,7 +1,6 @@
 //! The bytes we send for a stored outbound email: MIME built from the stored parts, campaign
 //! tracking and unsubscribe headers added per recipient, then DKIM-signed with the domain's keys.
 
-use crate::app::App;
 use crate::error::{Error, Result};
 use crate::mail::build::{Outgoing, build};
 use crate::store::Email;
@@ -19,11 +18,11 @@ pub fn split_display(from: &str) -> (Option<String>, String) {
     }
 }
 
-pub fn render(app: &App, email: &Email, domain: &crate::store::Domain) -> Result<Vec<u8>> {
+pub fn render(app: &super::Deps, email: &Email, domain: &crate::store::Domain) -> Result<Vec<u8>> {
     let (from_name, from) = split_display(&email.summary.from);
     let text = email.text.clone().unwrap_or_default();
     let message_id = email.message_id.as_deref().unwrap_or("").trim_matches(['<', '>']).to_owned();
-    let base_url = app.config.public_url();
+    let base_url = app.public_url.clone();
     let campaign = matches!(email.send_type.as_deref(), Some("campaign" | "sequence"));
     let recipient = email.summary.to.first().cloned().unwrap_or_default();
     let links = Links {
@@ -56,9 +55,27 @@ pub fn render(app: &App, email: &Email, domain: &crate::store::Domain) -> Result
         in_reply_to: email.in_reply_to.as_deref(),
         unsubscribe,
     })?;
-    let raw = crate::warmup::mark(email, raw);
+    let raw = mark_warmup(email, raw);
     let signer = app.signers.get(domain)?;
     signer.sign(&raw).map_err(|e| Error::internal(format!("signing {}: {e}", email.summary.id)))
+}
+
+/// The header that marks warmup mail; its value is the id of the message at the sender.
+pub const WARMUP_HEADER: &str = "X-Edgemail-Warmup";
+/// `send_type` of warmup messages (bounce statistics and campaign stats leave them out).
+pub const WARMUP_SEND_TYPE: &str = "warmup";
+
+/// The rendered message with the warmup header added, for warmup mail; other mail unchanged.
+/// Added before DKIM signing, so receivers can tell warmup traffic apart.
+fn mark_warmup(email: &Email, raw: Vec<u8>) -> Vec<u8> {
+    if email.send_type.as_deref() != Some(WARMUP_SEND_TYPE) {
+        return raw;
+    }
+    let header = format!("{WARMUP_HEADER}: {}\r\n", email.summary.id);
+    let mut out = Vec::with_capacity(header.len() + raw.len());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&raw);
+    out
 }
 
 #[cfg(test)]

@@ -13,19 +13,37 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::app::App;
-use crate::config::Config;
-use crate::dns::Destination;
+use crate::config::{Config, Delivery};
+use crate::dns::{Destination, Dns};
 use crate::error::{Error, Result};
 use crate::ids::now_ms;
+use crate::mail::sign::Signers;
 use crate::shutdown::Shutdown;
-use crate::store::{Email, Outcome, is_final};
+use crate::store::{Email, Outcome, Store, is_final};
+use crate::tracking::Tokens;
+use crate::wake::Wake;
 use client::Pool;
 
+/// What the delivery engine works with: the narrow handles, not the whole server.
+pub struct Deps {
+    pub store: Arc<Store>,
+    pub queue: Arc<Queue>,
+    pub dns: Arc<Dns>,
+    pub tokens: Arc<Tokens>,
+    pub signers: Arc<Signers>,
+    pub delivery: Delivery,
+    /// The base of tracking and unsubscribe links.
+    pub public_url: String,
+    /// How long attempts in flight may take to commit at shutdown.
+    pub grace: Duration,
+}
+
+type Engine = Arc<Deps>;
+
 pub struct Queue {
-    wake: Notify,
+    wake: Wake,
     in_flight: Mutex<HashSet<String>>,
     slots: Arc<Semaphore>,
     per_domain: Mutex<HashMap<String, Arc<Semaphore>>>,
@@ -34,7 +52,7 @@ pub struct Queue {
 }
 
 impl Queue {
-    pub fn new(config: &Config) -> Queue {
+    pub fn new(config: &Config, wake: Wake) -> Queue {
         let d = &config.delivery;
         let credentials = match (&d.relay_username, &d.relay_password) {
             (Some(user), Some(pass)) => {
@@ -48,7 +66,7 @@ impl Queue {
             None => client::TlsPolicy::Opportunistic,
         };
         Queue {
-            wake: Notify::new(),
+            wake,
             in_flight: Mutex::new(HashSet::new()),
             slots: Arc::new(Semaphore::new(d.concurrency)),
             per_domain: Mutex::new(HashMap::new()),
@@ -59,7 +77,7 @@ impl Queue {
 
     /// Tells the scheduler to look at the queue now.
     pub fn wake(&self) {
-        self.wake.notify_one();
+        self.wake.wake();
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
@@ -82,7 +100,7 @@ impl Queue {
 
 /// Runs the scheduler until shutdown, then waits (up to the HTTP grace period) for attempts in
 /// flight to commit.
-pub async fn run(app: App, mut shutdown: Shutdown) {
+pub async fn run(app: Engine, mut shutdown: Shutdown) {
     let queue = &app.queue;
     loop {
         let now = now_ms();
@@ -119,13 +137,13 @@ pub async fn run(app: App, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
-    let deadline = tokio::time::Instant::now() + app.config.http.shutdown_grace;
+    let deadline = tokio::time::Instant::now() + app.grace;
     while !queue.in_flight().is_empty() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
-async fn attempt(app: App, due: u64, id: String, _slot: OwnedSemaphorePermit) {
+async fn attempt(app: Engine, due: u64, id: String, _slot: OwnedSemaphorePermit) {
     if let Err(e) = attempt_inner(&app, due, &id).await {
         tracing::error!(error = %e, email = %id, "delivery attempt failed; retrying shortly");
         // Keep it marked in flight a little, so a persistent storage fault is not a hot loop.
@@ -135,7 +153,7 @@ async fn attempt(app: App, due: u64, id: String, _slot: OwnedSemaphorePermit) {
     app.queue.wake();
 }
 
-async fn attempt_inner(app: &App, due: u64, id: &str) -> Result<()> {
+async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     let owned = id.to_owned();
     let loaded = app
         .store
@@ -180,7 +198,7 @@ async fn attempt_inner(app: &App, due: u64, id: &str) -> Result<()> {
     }
     let now = now_ms();
     let started = email.scheduled_at.unwrap_or(email.summary.created_at);
-    let max_age = app.config.delivery.max_age.as_millis() as u64;
+    let max_age = app.delivery.max_age.as_millis() as u64;
     if now.saturating_sub(started) >= max_age {
         for (_, outcome) in outcomes.iter_mut() {
             if let Outcome::Deferred(last) = outcome {
@@ -194,7 +212,7 @@ async fn attempt_inner(app: &App, due: u64, id: &str) -> Result<()> {
 }
 
 async fn finish(
-    app: &App,
+    app: &Deps,
     id: &str,
     due: u64,
     outcomes: Vec<(String, Outcome)>,
@@ -204,15 +222,15 @@ async fn finish(
     app.store.write(move |w| w.finish_attempt(&id, due, &outcomes, retry_at)).await
 }
 
-fn retry_delay(app: &App, email: &Email) -> Duration {
+fn retry_delay(app: &Deps, email: &Email) -> Duration {
     let attempts = email.deliveries.iter().map(|d| d.attempts).max().unwrap_or(0) + 1;
-    let d = &app.config.delivery;
+    let d = &app.delivery;
     retry::delay(attempts, d.retry_initial, d.retry_max_interval, rand::random::<f64>())
 }
 
 /// Recipients grouped by where they are delivered: the relay (`None`) or each recipient domain.
-fn group(app: &App, recipients: &[String]) -> Vec<(Option<String>, Vec<String>)> {
-    if app.config.delivery.relay.is_some() {
+fn group(app: &Deps, recipients: &[String]) -> Vec<(Option<String>, Vec<String>)> {
+    if app.delivery.relay.is_some() {
         return vec![(None, recipients.to_vec())];
     }
     let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
@@ -232,15 +250,15 @@ fn all(recipients: &[String], outcome: Outcome) -> Vec<(String, Outcome)> {
 
 /// Delivers to one destination: the relay, or the domain's mail exchangers in preference order.
 async fn deliver(
-    app: &App,
+    app: &Deps,
     domain: Option<&str>,
     from: &str,
     recipients: &[String],
     message: &[u8],
 ) -> Vec<(String, Outcome)> {
     let _slot = app.queue.domain_slot(domain.unwrap_or("relay")).await;
-    let port = app.config.delivery.port;
-    let hosts: Vec<(String, u16)> = match (domain, &app.config.delivery.relay) {
+    let port = app.delivery.port;
+    let hosts: Vec<(String, u16)> = match (domain, &app.delivery.relay) {
         (_, Some(relay)) => {
             match relay.rsplit_once(':').and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?))) {
                 Some(target) => vec![target],
@@ -262,7 +280,7 @@ async fn deliver(
         (None, None) => return Vec::new(),
     };
     let relay = domain.is_none();
-    let allow_private = relay || app.config.delivery.allow_private;
+    let allow_private = relay || app.delivery.allow_private;
     // What the API caller sees stays generic: connection errors of particular hosts and ports
     // would make the send API a port scanner. The details go to the log.
     let mut reached_any = false;
@@ -306,7 +324,7 @@ async fn deliver(
 /// One transaction on a pooled session; a reused session that turns out dead gets one retry on
 /// a fresh connection.
 async fn transact(
-    app: &App,
+    app: &Deps,
     addr: SocketAddr,
     host: &str,
     from: &str,

@@ -9,14 +9,16 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use std::sync::Arc;
 
-use crate::app::App;
 use crate::error::Result;
 use crate::ids::{new_id, now_ms};
 use crate::mail::text::html_to_text;
 use crate::shutdown::Shutdown;
-use crate::store::{Delivery, Email, Enrollment, Folder, Header, Sequence, Step, Summary, Wtx};
+use crate::store::{
+    Delivery, Email, Enrollment, Folder, Header, Sequence, Step, Store, Summary, Wtx,
+};
+use crate::wake::Wake;
 use merge::{Target, fill};
 
 /// Due steps advanced per transaction.
@@ -24,19 +26,16 @@ const BATCH: usize = 256;
 /// The longest the engine sleeps without looking (a safety net; wake-ups come sooner).
 const IDLE: Duration = Duration::from_secs(60);
 
-#[derive(Default)]
-pub struct Engine {
-    wake: Notify,
+/// What the sequence engine works with.
+pub struct Deps {
+    pub store: Arc<Store>,
+    /// Wakes the delivery queue when steps were queued.
+    pub queue: Wake,
+    /// Its own wake-up: new enrollments, a resumed sequence.
+    pub wake: Wake,
 }
 
-impl Engine {
-    /// Tells the engine to look now (new enrollments, a resumed sequence).
-    pub fn wake(&self) {
-        self.wake.notify_one();
-    }
-}
-
-pub async fn run(app: App, mut shutdown: Shutdown) {
+pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
     loop {
         let now = now_ms();
         let (due, mut next) = match app.store.read(move |r| r.due_enrollments(now, BATCH)).await {
@@ -63,7 +62,7 @@ pub async fn run(app: App, mut shutdown: Shutdown) {
         }
         let wait = next.map_or(IDLE, |at| Duration::from_millis(at.saturating_sub(now)).min(IDLE));
         tokio::select! {
-            _ = app.sequences.wake.notified() => {}
+            _ = app.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait() => break,
         }

@@ -10,8 +10,8 @@ use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use super::session::{self, End, Peer};
-use crate::app::App;
 use crate::shutdown::Shutdown;
+use crate::state::App;
 
 pub async fn serve(
     listener: TcpListener,

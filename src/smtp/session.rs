@@ -12,7 +12,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::data::{Budget, DataReader};
 
-use crate::app::App;
+use crate::state::App;
 
 /// How a session ended.
 pub enum End {

@@ -17,7 +17,7 @@ pub enum Folder {
     Outbox,
     Drafts,
     Trash,
-    /// Warmup traffic (`crate::warmup`): stored like any mail, never listed or returned by the
+    /// Warmup traffic (the warmup engine): stored like any mail, never listed or returned by the
     /// emails API, so it never reaches what users see.
     Warmup,
 }

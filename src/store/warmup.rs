@@ -1,5 +1,5 @@
 //! Warmup enrollments: one record per mailbox holding its settings and counters. The rules that
-//! change them live in `crate::warmup`; this file only reads and writes the records, and lends
+//! change them live in the warmup engine; this file only reads and writes the records, and lends
 //! that module the few lookups it needs inside a write.
 
 use redb::ReadableTable;

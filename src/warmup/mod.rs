@@ -17,16 +17,16 @@ use std::time::Duration;
 use rand::RngExt;
 use serde::Serialize;
 
-use crate::app::App;
+use std::sync::Arc;
+
+use crate::config::Warmup as Settings;
 use crate::error::Result;
 use crate::ids::{new_id, now_ms};
 use crate::shutdown::Shutdown;
-use crate::store::{Delivery, Email, Folder, Header, Summary, Warmup, is_final};
+use crate::store::{Delivery, Email, Folder, Header, Store, Summary, Warmup, is_final};
+use crate::wake::Wake;
 
-/// The header that marks warmup mail; its value is the id of the message at the sender.
-pub const HEADER: &str = "X-Edgemail-Warmup";
-/// `send_type` of warmup messages (bounce statistics and campaign stats leave them out).
-pub const SEND_TYPE: &str = "warmup";
+pub use crate::queue::compose::{WARMUP_HEADER as HEADER, WARMUP_SEND_TYPE as SEND_TYPE};
 const DAY_MS: u64 = 86_400_000;
 /// Sent messages tracked until their delivery is final; older ones are forgotten beyond this.
 const MAX_PENDING: usize = 2_000;
@@ -239,22 +239,17 @@ pub fn compose(
     }
 }
 
-/// The rendered message with the warmup header added, for warmup mail; other mail unchanged.
-/// Called by the queue before DKIM signing.
-pub fn mark(email: &Email, raw: Vec<u8>) -> Vec<u8> {
-    if email.send_type.as_deref() != Some(SEND_TYPE) {
-        return raw;
-    }
-    let header = format!("{HEADER}: {}\r\n", email.summary.id);
-    let mut out = Vec::with_capacity(header.len() + raw.len());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&raw);
-    out
+/// What the warmup engine works with.
+pub struct Deps {
+    pub store: Arc<Store>,
+    /// Wakes the delivery queue when a round queued mail.
+    pub queue: Wake,
+    pub config: Settings,
 }
 
 /// Runs the engine every `warmup.tick` until shutdown.
-pub async fn run(app: App, mut shutdown: Shutdown) {
-    let mut every = tokio::time::interval(app.config.warmup.tick);
+pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
+    let mut every = tokio::time::interval(app.config.tick);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -284,10 +279,10 @@ const PRUNE_BATCH: usize = 200;
 
 /// One round: counts finished deliveries, deletes warmup mail past `warmup.keep`, and starts a
 /// conversation for every mailbox whose next send is due and that has quota left today.
-async fn tick(app: &App) -> Result<()> {
+async fn tick(app: &Deps) -> Result<()> {
     let now = now_ms();
-    let cutoff = now.saturating_sub(app.config.warmup.keep.as_millis() as u64);
-    let peers = app.config.warmup.peers.clone();
+    let cutoff = now.saturating_sub(app.config.keep.as_millis() as u64);
+    let peers = app.config.peers.clone();
     let seen = app
         .store
         .read(move |r| {
@@ -323,12 +318,12 @@ async fn tick(app: &App) -> Result<()> {
         .await?;
     let local: Vec<String> =
         seen.iter().filter(|s| s.record.enabled).map(|s| s.record.mailbox.clone()).collect();
-    let spread = app.config.warmup.spread.as_millis() as u64;
+    let spread = app.config.spread.as_millis() as u64;
     for Seen { record, display_name, settled, prune, suppressed } in seen {
         let mut due = record.clone();
         due.roll(now);
         let candidate = if due.can_send(now) && now >= due.next_send_at {
-            partner(&record.mailbox, &local, &app.config.warmup.peers, &suppressed).map(|to| {
+            partner(&record.mailbox, &local, &app.config.peers, &suppressed).map(|to| {
                 let mut rng = rand::rng();
                 let sender = text::first_name(display_name.as_deref(), &record.mailbox);
                 let body = text::message(&mut rng, &sender, &text::first_name(None, &to));
@@ -401,8 +396,8 @@ fn partner(
 }
 
 /// How long before a reply goes out: random up to `warmup.reply_delay`.
-pub fn reply_delay(app: &App) -> Duration {
-    let max = app.config.warmup.reply_delay.as_millis() as u64;
+pub fn reply_delay(config: &Settings) -> Duration {
+    let max = config.reply_delay.as_millis() as u64;
     Duration::from_millis(if max == 0 { 0 } else { rand::rng().random_range(0..=max) })
 }
 

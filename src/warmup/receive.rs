@@ -8,12 +8,12 @@
 use rand::RngExt;
 
 use super::{HEADER, SEND_TYPE, compose, key_of, text};
-use crate::app::App;
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::inbound::Inspected;
 use crate::inbound::auth::Verdict;
 use crate::queue::compose::split_display;
+use crate::state::App;
 use crate::store::{Email, Folder, Wtx};
 
 fn header<'a>(email: &'a Email, name: &str) -> Option<&'a str> {
@@ -64,8 +64,11 @@ pub async fn take(
         raw: raw.to_vec(),
         now,
     };
-    let delays: Vec<u64> =
-        arrival.recipients.iter().map(|_| super::reply_delay(app).as_millis() as u64).collect();
+    let delays: Vec<u64> = arrival
+        .recipients
+        .iter()
+        .map(|_| super::reply_delay(&app.config.warmup).as_millis() as u64)
+        .collect();
     let outcome = app.store.write(move |w| accept(w, arrival, &delays)).await?;
     Ok(match outcome {
         Some((id, replies)) => {

@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::ids::{new_id, now_ms};
-use crate::store::{Email, Folder, Header, Store, Summary};
+use crate::store::{Email, Folder, Header, MessageStatus, Store, Summary};
 
 pub const DOMAIN: &str = "demo.test";
 const MAILBOX: &str = "hello";
@@ -56,7 +56,7 @@ fn welcome() -> Email {
             to: vec![format!("{MAILBOX}@{DOMAIN}")],
             subject: "Welcome to edgemail".into(),
             snippet: text.chars().take(160).collect(),
-            status: "received".into(),
+            status: MessageStatus::Received,
             created_at,
             size: text.len() as u64,
             has_attachments: false,

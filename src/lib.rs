@@ -1,32 +1,50 @@
 //! edgemail: email hosting and sending in one binary.
 //!
-//! - `cli`      the command line (a contract: see decisions.md)
-//! - `config`   defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`
-//! - `app`      shared state and the server's life cycle
-//! - `http`     accept loop, router, inputs, replies, the one error mapping
-//! - `api`      one module per REST resource, and the route table
-//! - `auth`     API keys: format, hashing, the in-memory key table
-//! - `admin`    domain and key commands, and the socket the CLI reaches a running server by
-//! - `store`    the redb file: tables, group commit, one module per entity
-//! - `dkim`     DKIM key generation and the DNS records to publish
-//! - `smtp`     the inbound SMTP listener and session (the MX of hosted domains)
-//! - `inbound`  what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
-//! - `queue`    the durable delivery queue: scheduler, SMTP client and pool, retry policy
-//! - `mail`     building outgoing MIME, text from HTML, DKIM signing
-//! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
+//! The map, top floor first. A module may import only modules listed below it
+//! (`tests/it/layering.rs` holds the crate to this): higher modules register with lower ones
+//! (a claimant of received mail, a wake-up handle) instead of being named by them.
+//!
+//! The binary and its wiring:
+//! - `cli`       the command line (a contract: see decisions.md)
+//! - `demo`      demo data for a first run
+//! - `app`       the life cycle: build state and engines from parts, bind, serve, drain, close
+//! - `admin`     domain and key commands, and the socket the CLI reaches a running server by
+//!
+//! Protocols:
+//! - `smtp`      the inbound SMTP listener and session (the MX of hosted domains)
+//! - `api`       one module per REST resource, and the route table
+//! - `http`      accept loop, router, inputs, replies, the one error mapping
+//! - `state`     the shared state handlers reach: store, keys, limits, wake-up handles
+//!
+//! Engines and services (each takes the narrow handles it uses):
+//! - `warmup`    mailbox warmup: the ramp, the sending engine, recognizing and answering warmup mail
 //! - `sequences` the follow-up engine: due steps, merge fields, threading
-//! - `ratelimit` per-IP token buckets for the public tools
-//! - `tracking` signed tokens and link rewriting for opens, clicks and unsubscribes
-//! - `warmup`   mailbox warmup: the ramp, the sending engine, recognizing and answering warmup mail
-//! - `dns`      hickory resolver: MX verdicts and delivery destinations
-//! - `tools`    address checks shared with the public tools (disposable domains)
-//! - `address`  address, local part and domain syntax
-//! - `demo`     demo data for a first run
-//! - `listener` accepting connections with a cap, for HTTP and SMTP alike
-//! - `logging`  tracing to stderr without blocking requests
-//! - `ids`      time-ordered ids, secrets, the clock
-//! - `error`    the crate's one error type
-//! - `shutdown` the shutdown signal
+//! - `inbound`   what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
+//! - `queue`     the durable delivery queue: scheduler, SMTP client and pool, retry policy
+//! - `health`    domain health: SPF, DKIM, DMARC, MX and blacklist checks
+//! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
+//!
+//! Building blocks:
+//! - `tracking`  signed tokens and link rewriting for opens, clicks and unsubscribes; bounce tags
+//! - `mail`      building outgoing MIME, text from HTML, DKIM signing
+//! - `dkim`      DKIM key generation and the DNS records to publish
+//! - `auth`      API keys: format, hashing, the in-memory key table
+//! - `dns`       hickory resolver: MX verdicts, delivery destinations, public-address checks
+//! - `tools`     address checks shared with the public tools (disposable domains)
+//! - `ratelimit` per-IP and per-key token buckets
+//!
+//! The data:
+//! - `store`     the redb file: tables, group commit, one module per entity
+//!
+//! The ground floor:
+//! - `listener`  accepting connections with caps, for HTTP and SMTP alike
+//! - `logging`   tracing to stderr without blocking requests
+//! - `config`    defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`
+//! - `address`   address, local part and domain syntax
+//! - `ids`       time-ordered ids, secrets, the clock
+//! - `wake`      wake-up handles for engine loops
+//! - `error`     the crate's one error type
+//! - `shutdown`  the shutdown signal
 
 pub mod address;
 pub mod admin;

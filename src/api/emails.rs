@@ -59,8 +59,8 @@ pub async fn get(ctx: Ctx) -> Result<Reply> {
     let (email, tracking) = found.ok_or_else(|| Error::not_found("email"))?;
     let mut value = serde_json::to_value(&email).map_err(Error::internal)?;
     // Campaign and sequence messages report their engagement; other mail has none to report.
-    let tracking = match (email.send_type.as_deref(), tracking) {
-        (Some("campaign" | "sequence"), t) => {
+    let tracking = match (email.send_type, tracking) {
+        (Some(kind), t) if kind.is_tracked() => {
             serde_json::to_value(t.unwrap_or_default()).map_err(Error::internal)?
         }
         _ => serde_json::Value::Null,

@@ -8,8 +8,9 @@ use crate::error::{Blocked, Error, Result};
 use crate::http::request::parse_json;
 use crate::http::{Ctx, Reply};
 use crate::ids::{new_id, now_ms};
+use crate::mail::outbound::Outbound;
 use crate::mail::text::html_to_text;
-use crate::store::{Batch, Delivery, Email, Folder, Header, Summary};
+use crate::store::{Batch, Email, SendType};
 
 /// Recipients of one transactional message (it is one message, visible to all of them).
 pub const MAX_TRANSACTIONAL: usize = 50;
@@ -145,50 +146,24 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
         .text
         .clone()
         .unwrap_or_else(|| req.html.as_deref().map(html_to_text).unwrap_or_default());
+    let kind = if req.campaign { SendType::Campaign } else { SendType::Transactional };
     let compose = |to: Vec<String>, batch: Option<&str>| -> Email {
-        let id = new_id("em");
-        let message_id = format!("<{}>", crate::mail::build::message_id(&id, &domain));
-        let deliveries = to
-            .iter()
-            .map(|r| Delivery {
-                recipient: r.clone(),
-                status: status.into(),
-                attempts: 0,
-                last_response: None,
-                updated_at: now,
-            })
-            .collect();
-        Email {
-            summary: Summary {
-                id,
-                mailbox: mailbox.address.clone(),
-                folder: Folder::Outbox,
-                from: from.clone(),
-                to,
-                subject: req.subject.clone(),
-                snippet: text.chars().take(160).collect(),
-                status: status.into(),
-                created_at: now,
-                size: (text.len() + req.html.as_ref().map_or(0, String::len)) as u64,
-                has_attachments: false,
-            },
-            cc: Vec::new(),
-            reply_to: None,
-            headers: vec![Header { name: "Subject".into(), value: req.subject.clone() }],
-            message_id: Some(message_id),
-            in_reply_to: None,
-            text: Some(text.clone()),
+        Outbound {
+            kind,
+            mailbox: mailbox.address.clone(),
+            from: from.clone(),
+            to,
+            subject: req.subject.clone(),
+            text: text.clone(),
             html: req.html.clone(),
-            attachments: Vec::new(),
-            deliveries,
-            send_type: Some(if req.campaign { "campaign" } else { "transactional" }.into()),
+            in_reply_to: None,
             batch_id: batch.map(str::to_owned),
+            sequence: None,
             scheduled_at: req.scheduled_at,
-            next_attempt_at: Some(due),
-            in_reply_to_id: None,
-            sequence_id: None,
-            enrollment_id: None,
+            due,
+            now,
         }
+        .into_email()
     };
     let batch_id = req.campaign.then(|| new_id("batch"));
     let emails: Vec<Email> = if req.campaign {

@@ -15,7 +15,7 @@ use mail_parser::{Message, MessageParser, MimeHeaders};
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
 use crate::state::App;
-use crate::store::{Attachment, Email, Folder, Header, Summary, Wtx};
+use crate::store::{Attachment, Email, Folder, Header, MessageStatus, Summary, Wtx};
 
 /// The envelope of a received message.
 pub struct Envelope {
@@ -329,7 +329,7 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
             to: addresses(message.to()),
             subject: message.subject().unwrap_or("").to_owned(),
             snippet: crate::mail::text::snippet(&snippet_source),
-            status: "received".into(),
+            status: MessageStatus::Received,
             created_at,
             size,
             has_attachments: !attachments.is_empty(),

@@ -1,5 +1,6 @@
 //! Outgoing messages: MIME building, the text part derived from HTML, and DKIM signing.
 
 pub mod build;
+pub mod outbound;
 pub mod sign;
 pub mod text;

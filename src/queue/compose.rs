@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::mail::build::{Outgoing, build};
-use crate::store::Email;
+use crate::store::{Email, SendType};
 use crate::tracking::Links;
 
 /// `"Name" <addr>` or `addr` into its parts.
@@ -23,7 +23,7 @@ pub fn render(app: &super::Deps, email: &Email, domain: &crate::store::Domain) -
     let text = email.text.clone().unwrap_or_default();
     let message_id = email.message_id.as_deref().unwrap_or("").trim_matches(['<', '>']).to_owned();
     let base_url = app.public_url.clone();
-    let campaign = matches!(email.send_type.as_deref(), Some("campaign" | "sequence"));
+    let campaign = email.send_type.is_some_and(SendType::is_tracked);
     let recipient = email.summary.to.first().cloned().unwrap_or_default();
     let links = Links {
         base_url: &base_url,
@@ -62,13 +62,11 @@ pub fn render(app: &super::Deps, email: &Email, domain: &crate::store::Domain) -
 
 /// The header that marks warmup mail; its value is the id of the message at the sender.
 pub const WARMUP_HEADER: &str = "X-Edgemail-Warmup";
-/// `send_type` of warmup messages (bounce statistics and campaign stats leave them out).
-pub const WARMUP_SEND_TYPE: &str = "warmup";
 
 /// The rendered message with the warmup header added, for warmup mail; other mail unchanged.
 /// Added before DKIM signing, so receivers can tell warmup traffic apart.
 fn mark_warmup(email: &Email, raw: Vec<u8>) -> Vec<u8> {
-    if email.send_type.as_deref() != Some(WARMUP_SEND_TYPE) {
+    if email.send_type != Some(SendType::Warmup) {
         return raw;
     }
     let header = format!("{WARMUP_HEADER}: {}\r\n", email.summary.id);

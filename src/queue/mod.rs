@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::ids::now_ms;
 use crate::mail::sign::Signers;
 use crate::shutdown::Shutdown;
-use crate::store::{Email, Outcome, Store, is_final};
+use crate::store::{Email, Outcome, Store};
 use crate::tracking::Tokens;
 use crate::wake::Wake;
 use client::Pool;
@@ -182,7 +182,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     let pending: Vec<String> = email
         .deliveries
         .iter()
-        .filter(|d| !is_final(&d.status))
+        .filter(|d| !d.status.is_final())
         .map(|d| d.recipient.clone())
         .collect();
     if pending.is_empty() {

@@ -12,12 +12,11 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::ids::{new_id, now_ms};
+use crate::ids::now_ms;
+use crate::mail::outbound::Outbound;
 use crate::mail::text::html_to_text;
 use crate::shutdown::Shutdown;
-use crate::store::{
-    Delivery, Email, Enrollment, Folder, Header, Sequence, Step, Store, Summary, Wtx,
-};
+use crate::store::{Email, Enrollment, EnrollmentStatus, SendType, Sequence, Step, Store, Wtx};
 use crate::wake::Wake;
 use merge::{Target, fill};
 
@@ -77,7 +76,7 @@ fn advance_all(w: &mut Wtx<'_>, due: &[(u64, String)], now: u64) -> Result<usize
     for (at, id) in due {
         // The entry may have gone since the scan (ended, or taken by an earlier pass).
         let Some(mut e) = w.take_due_enrollment(*at, id)? else { continue };
-        if e.status != "active" {
+        if !e.status.is_active() {
             continue;
         }
         let sequence = match sequences.entry(e.sequence_id.clone()) {
@@ -113,25 +112,29 @@ fn advance(
             return Ok(0);
         }
         "completed" => {
-            w.transition(e, sequence, "cancelled", now)?;
+            w.transition(e, sequence, EnrollmentStatus::Cancelled, now)?;
             return Ok(0);
         }
         _ => {}
     }
     if let Some(s) = w.suppression_for(&e.domain, &e.email)? {
-        let status = if s.reason == "hard_bounce" { "bounced" } else { "cancelled" };
+        let status = if s.reason == "hard_bounce" {
+            EnrollmentStatus::Bounced
+        } else {
+            EnrollmentStatus::Cancelled
+        };
         w.transition(e, sequence, status, now)?;
         return Ok(0);
     }
     if !w.mailbox_exists(&sequence.from)? {
         // The sending mailbox was deleted: nothing may go out in its name any more.
-        w.transition(e, sequence, "cancelled", now)?;
+        w.transition(e, sequence, EnrollmentStatus::Cancelled, now)?;
         return Ok(0);
     }
     let mut sent = 0;
     loop {
         let Some(step) = sequence.steps.get(e.step as usize).cloned() else {
-            w.transition(e, sequence, "completed", now)?;
+            w.transition(e, sequence, EnrollmentStatus::Completed, now)?;
             return Ok(sent);
         };
         e.step += 1;
@@ -158,8 +161,6 @@ fn advance(
 
 /// The message of one `send_email` step: merge fields filled, threaded under the first message.
 fn compose(e: &Enrollment, sequence: &Sequence, subject: &str, html: &str, now: u64) -> Email {
-    let id = new_id("em");
-    let message_id = format!("<{}>", crate::mail::build::message_id(&id, &sequence.domain));
     let mut subject = fill(subject, &e.merge_fields, &e.email, Target::Subject);
     if subject.trim().is_empty()
         && let Some(first) = &e.thread_subject
@@ -167,37 +168,20 @@ fn compose(e: &Enrollment, sequence: &Sequence, subject: &str, html: &str, now: 
         subject = if first.starts_with("Re: ") { first.clone() } else { format!("Re: {first}") };
     }
     let html = fill(html, &e.merge_fields, &e.email, Target::Html);
-    let text = html_to_text(&html);
-    Email {
-        summary: Summary {
-            id,
-            mailbox: sequence.from.clone(),
-            folder: Folder::Outbox,
-            from: sequence.from_header.clone(),
-            to: vec![e.email.clone()],
-            subject: subject.clone(),
-            snippet: text.chars().take(160).collect(),
-            status: "queued".into(),
-            created_at: now,
-            size: (text.len() + html.len()) as u64,
-            has_attachments: false,
-        },
-        headers: vec![Header { name: "Subject".into(), value: subject }],
-        message_id: Some(message_id),
-        in_reply_to: e.thread.clone(),
-        text: Some(text),
+    Outbound {
+        kind: SendType::Sequence,
+        mailbox: sequence.from.clone(),
+        from: sequence.from_header.clone(),
+        to: vec![e.email.clone()],
+        subject,
+        text: html_to_text(&html),
         html: Some(html),
-        deliveries: vec![Delivery {
-            recipient: e.email.clone(),
-            status: "queued".into(),
-            attempts: 0,
-            last_response: None,
-            updated_at: now,
-        }],
-        send_type: Some("sequence".into()),
-        next_attempt_at: Some(now),
-        sequence_id: Some(sequence.id.clone()),
-        enrollment_id: Some(e.id.clone()),
-        ..Email::default()
+        in_reply_to: e.thread.clone(),
+        batch_id: None,
+        sequence: Some((sequence.id.clone(), e.id.clone())),
+        scheduled_at: None,
+        due: now,
+        now,
     }
+    .into_email()
 }

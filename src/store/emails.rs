@@ -4,6 +4,7 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::status::{DeliveryStatus, MessageStatus, SendType};
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode};
 use crate::error::{Error, Result};
@@ -67,7 +68,7 @@ pub struct Summary {
     pub to: Vec<String>,
     pub subject: String,
     pub snippet: String,
-    pub status: String,
+    pub status: MessageStatus,
     pub created_at: u64,
     pub size: u64,
     pub has_attachments: bool,
@@ -87,9 +88,9 @@ pub struct Email {
     pub html: Option<String>,
     pub attachments: Vec<Attachment>,
     pub deliveries: Vec<Delivery>,
-    /// `transactional` or `campaign` for mail we send; `None` otherwise.
+    /// The kind of mail we send; `None` for mail we received.
     #[serde(default, rename = "type")]
-    pub send_type: Option<String>,
+    pub send_type: Option<SendType>,
     #[serde(default)]
     pub batch_id: Option<String>,
     #[serde(default)]
@@ -125,7 +126,7 @@ pub struct Attachment {
 #[serde(rename_all = "camelCase")]
 pub struct Delivery {
     pub recipient: String,
-    pub status: String,
+    pub status: DeliveryStatus,
     pub attempts: u32,
     pub last_response: Option<String>,
     pub updated_at: u64,
@@ -141,6 +142,16 @@ pub enum Deleted {
 impl Email {
     pub fn domain(&self) -> &str {
         self.summary.mailbox.rsplit_once('@').map_or("", |(_, d)| d)
+    }
+
+    /// The summary status its recipients add up to.
+    pub fn overall_status(&self) -> MessageStatus {
+        MessageStatus::of(self.deliveries.iter().map(|d| d.status))
+    }
+
+    /// Whether every recipient has a final status.
+    pub fn all_final(&self) -> bool {
+        self.deliveries.iter().all(|d| d.status.is_final())
     }
 }
 

@@ -13,6 +13,7 @@ mod migrate;
 mod outbound;
 mod sequences;
 mod stats;
+mod status;
 mod tables;
 mod warmup;
 mod writer;
@@ -32,9 +33,10 @@ pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
-pub use outbound::{Batch, Outcome, Suppression, Tracking, is_final, overall_status};
+pub use outbound::{Batch, Outcome, Suppression, Tracking};
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
 pub use stats::{DayCounts, day_of};
+pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
 pub use warmup::Warmup;
 
 /// Name of the database file inside the data directory.

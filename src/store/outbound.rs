@@ -7,6 +7,7 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::{Email, Folder};
+use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode};
 use crate::error::{Error, Result};
@@ -81,12 +82,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn status(&self) -> &'static str {
+    fn status(&self) -> DeliveryStatus {
         match self {
-            Outcome::Delivered(_) => "delivered",
-            Outcome::Deferred(_) => "deferred",
-            Outcome::Bounced(_) => "bounced",
-            Outcome::Failed(_) => "failed",
+            Outcome::Delivered(_) => DeliveryStatus::Delivered,
+            Outcome::Deferred(_) => DeliveryStatus::Deferred,
+            Outcome::Bounced(_) => DeliveryStatus::Bounced,
+            Outcome::Failed(_) => DeliveryStatus::Failed,
         }
     }
 
@@ -100,43 +101,14 @@ impl Outcome {
     }
 }
 
-/// Statuses after which a recipient is never attempted again.
-pub fn is_final(status: &str) -> bool {
-    matches!(status, "delivered" | "bounced" | "failed" | "cancelled")
-}
-
-/// The message's summary status from its recipients: any delivery counts as delivered; a message
-/// still in the queue is `scheduled`, `queued` or `deferred`.
-pub fn overall_status(email: &Email) -> &'static str {
-    let statuses: Vec<&str> = email.deliveries.iter().map(|d| d.status.as_str()).collect();
-    let any = |s: &str| statuses.contains(&s);
-    if statuses.iter().all(|s| is_final(s)) {
-        if any("delivered") {
-            "delivered"
-        } else if any("bounced") {
-            "bounced"
-        } else if any("failed") {
-            "failed"
-        } else {
-            "cancelled"
-        }
-    } else if any("deferred") {
-        "deferred"
-    } else if any("scheduled") {
-        "scheduled"
-    } else {
-        "queued"
-    }
-}
-
 /// Marks every recipient that is not final as cancelled.
 pub(super) fn cancel_pending(email: &mut Email) {
     let now = crate::ids::now_ms();
-    for d in email.deliveries.iter_mut().filter(|d| !is_final(&d.status)) {
-        d.status = "cancelled".into();
+    for d in email.deliveries.iter_mut().filter(|d| !d.status.is_final()) {
+        d.status = DeliveryStatus::Cancelled;
         d.updated_at = now;
     }
-    email.summary.status = overall_status(email).into();
+    email.summary.status = email.overall_status();
 }
 
 impl Wtx<'_> {
@@ -196,7 +168,12 @@ impl Wtx<'_> {
     }
 
     /// Ends the enrollment a sequence message belongs to (a reply, bounce or unsubscribe).
-    fn end_enrollment_of(&mut self, email: &Email, status: &str, at: u64) -> Result<()> {
+    fn end_enrollment_of(
+        &mut self,
+        email: &Email,
+        status: EnrollmentStatus,
+        at: u64,
+    ) -> Result<()> {
         if let Some(enrollment) = &email.enrollment_id {
             self.end_enrollment(enrollment, status, at)?;
         }
@@ -238,15 +215,15 @@ impl Wtx<'_> {
             let Some(d) = email
                 .deliveries
                 .iter_mut()
-                .find(|d| d.recipient.eq_ignore_ascii_case(recipient) && !is_final(&d.status))
+                .find(|d| d.recipient.eq_ignore_ascii_case(recipient) && !d.status.is_final())
             else {
                 continue;
             };
-            d.status = outcome.status().into();
+            d.status = outcome.status();
             d.attempts += 1;
             d.last_response = Some(outcome.response().to_owned());
             d.updated_at = now;
-            today.outcome(&d.status);
+            today.outcome(d.status);
             match outcome {
                 Outcome::Bounced(reply) => {
                     self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
@@ -259,10 +236,10 @@ impl Wtx<'_> {
         for event in events {
             self.count(&email, event)?;
             if let Event::Bounced = event {
-                self.end_enrollment_of(&email, "bounced", now)?;
+                self.end_enrollment_of(&email, EnrollmentStatus::Bounced, now)?;
             }
         }
-        if email.deliveries.iter().all(|d| is_final(&d.status)) {
+        if email.all_final() {
             email.next_attempt_at = None;
             email.summary.folder = Folder::once_sent(email.summary.folder);
         } else {
@@ -277,7 +254,7 @@ impl Wtx<'_> {
                 c.failed += today.failed;
             })?;
         }
-        email.summary.status = overall_status(&email).into();
+        email.summary.status = email.overall_status();
         self.replace_email(&before, &email)
     }
 
@@ -356,7 +333,7 @@ impl Wtx<'_> {
         };
         let domain = email.domain().to_owned();
         self.suppress(&domain, recipient, "unsubscribed", source, at)?;
-        self.end_enrollment_of(&email, "cancelled", at)?;
+        self.end_enrollment_of(&email, EnrollmentStatus::Cancelled, at)?;
         let mut t = self.tracking_of(id)?;
         if t.unsubscribed_at.is_none() {
             t.unsubscribed_at = Some(at);
@@ -380,7 +357,7 @@ impl Wtx<'_> {
         }
         let domain = email.domain().to_owned();
         self.suppress(&domain, recipient, "complaint", "ARF feedback report", at)?;
-        self.end_enrollment_of(&email, "cancelled", at)?;
+        self.end_enrollment_of(&email, EnrollmentStatus::Cancelled, at)?;
         Ok(true)
     }
 
@@ -405,7 +382,7 @@ impl Wtx<'_> {
         if t.replies == 1 && super::stats::counted(&email) {
             self.bump_day(email.domain(), crate::ids::now_ms(), |c| c.replied += 1)?;
         }
-        self.end_enrollment_of(&email, "replied", crate::ids::now_ms())?;
+        self.end_enrollment_of(&email, EnrollmentStatus::Replied, crate::ids::now_ms())?;
         Ok(())
     }
 
@@ -427,32 +404,32 @@ impl Wtx<'_> {
         else {
             return Ok(false);
         };
-        let event = match d.status.as_str() {
-            "bounced" => None,
-            "delivered" => Some(Event::BouncedAfterDelivery),
+        let event = match d.status {
+            DeliveryStatus::Bounced => None,
+            DeliveryStatus::Delivered => Some(Event::BouncedAfterDelivery),
             _ => Some(Event::Bounced),
         };
-        let (was, counted_at) = (std::mem::take(&mut d.status), d.updated_at);
-        d.status = "bounced".into();
+        let (was, counted_at) = (d.status, d.updated_at);
+        d.status = DeliveryStatus::Bounced;
         d.last_response = Some(format!("DSN: {reason}"));
         d.updated_at = at;
         let domain = email.domain().to_owned();
         if super::stats::counted(&email) {
-            self.count_late_bounce(&domain, &was, counted_at, at)?;
+            self.count_late_bounce(&domain, was, counted_at, at)?;
         }
         self.suppress(&domain, recipient, "hard_bounce", &format!("DSN: {reason}"), at)?;
-        if email.deliveries.iter().all(|d| is_final(&d.status)) {
+        if email.all_final() {
             if let Some(due) = email.next_attempt_at.take() {
                 self.tx.open_table(QUEUE)?.remove((due, id))?;
             }
             email.summary.folder = Folder::once_sent(email.summary.folder);
         }
-        email.summary.status = overall_status(&email).into();
+        email.summary.status = email.overall_status();
         self.replace_email(&before, &email)?;
         if let Some(event) = event {
             self.count(&email, event)?;
         }
-        self.end_enrollment_of(&email, "bounced", at)?;
+        self.end_enrollment_of(&email, EnrollmentStatus::Bounced, at)?;
         Ok(true)
     }
 

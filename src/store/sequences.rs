@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::status::EnrollmentStatus;
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode};
 use crate::error::{Error, Result};
@@ -37,14 +38,13 @@ pub struct EnrollmentStats {
 }
 
 impl EnrollmentStats {
-    fn slot(&mut self, status: &str) -> Option<&mut u64> {
+    fn slot(&mut self, status: EnrollmentStatus) -> &mut u64 {
         match status {
-            "active" => Some(&mut self.active),
-            "completed" => Some(&mut self.completed),
-            "replied" => Some(&mut self.replied),
-            "bounced" => Some(&mut self.bounced),
-            "cancelled" => Some(&mut self.cancelled),
-            _ => None,
+            EnrollmentStatus::Active => &mut self.active,
+            EnrollmentStatus::Completed => &mut self.completed,
+            EnrollmentStatus::Replied => &mut self.replied,
+            EnrollmentStatus::Bounced => &mut self.bounced,
+            EnrollmentStatus::Cancelled => &mut self.cancelled,
         }
     }
 }
@@ -86,7 +86,7 @@ pub struct Enrollment {
     pub domain: String,
     pub email: String,
     pub merge_fields: BTreeMap<String, String>,
-    pub status: String,
+    pub status: EnrollmentStatus,
     /// Index of the next step to run.
     pub step: u32,
     /// When the next step is due (also while parked by a paused sequence).
@@ -105,11 +105,12 @@ pub struct Enrollment {
 
 /// Whether an enrollment may move from `from` to `to`. Replies and bounces that arrive after the
 /// last step still count: a completed enrollment can become `replied` or `bounced`.
-fn allowed(from: &str, to: &str) -> bool {
+fn allowed(from: EnrollmentStatus, to: EnrollmentStatus) -> bool {
+    use EnrollmentStatus::*;
     match from {
-        "active" => to != "active",
-        "completed" => matches!(to, "replied" | "bounced"),
-        _ => false,
+        Active => to != Active,
+        Completed => matches!(to, Replied | Bounced),
+        Replied | Bounced | Cancelled => false,
     }
 }
 
@@ -185,7 +186,7 @@ impl Wtx<'_> {
         self.save_sequence(&sequence)?;
         let mut cancelled = 0;
         for enrollment_id in self.active_enrollments(id)? {
-            if self.end_enrollment(&enrollment_id, "cancelled", now)? {
+            if self.end_enrollment(&enrollment_id, EnrollmentStatus::Cancelled, now)? {
                 cancelled += 1;
             }
         }
@@ -223,7 +224,7 @@ impl Wtx<'_> {
                 domain: domain.to_owned(),
                 email,
                 merge_fields,
-                status: "active".into(),
+                status: EnrollmentStatus::Active,
                 step: 0,
                 due: Some(now),
                 parked: false,
@@ -277,13 +278,13 @@ impl Wtx<'_> {
         &mut self,
         e: &mut Enrollment,
         sequence: &mut Sequence,
-        status: &str,
+        status: EnrollmentStatus,
         now: u64,
     ) -> Result<bool> {
-        if !allowed(&e.status, status) {
+        if !allowed(e.status, status) {
             return Ok(false);
         }
-        if e.status == "active" {
+        if e.status.is_active() {
             let key = e.email.to_ascii_lowercase();
             self.tx
                 .open_table(ENROLLMENTS_ACTIVE)?
@@ -293,13 +294,10 @@ impl Wtx<'_> {
             }
             e.parked = false;
         }
-        if let Some(n) = sequence.stats.slot(&e.status) {
-            *n = n.saturating_sub(1);
-        }
-        if let Some(n) = sequence.stats.slot(status) {
-            *n += 1;
-        }
-        e.status = status.to_owned();
+        let was = sequence.stats.slot(e.status);
+        *was = was.saturating_sub(1);
+        *sequence.stats.slot(status) += 1;
+        e.status = status;
         e.updated_at = now;
         Ok(true)
     }
@@ -307,10 +305,10 @@ impl Wtx<'_> {
     /// Ends an enrollment because of something outside the engine (a reply, a bounce, an
     /// unsubscribe, the sequence's end). A step message still waiting in the queue is cancelled
     /// when an active enrollment ends, so nothing more reaches the contact.
-    pub fn end_enrollment(&mut self, id: &str, status: &str, now: u64) -> Result<bool> {
+    pub fn end_enrollment(&mut self, id: &str, status: EnrollmentStatus, now: u64) -> Result<bool> {
         let Some(mut e) = self.load_enrollment(id)? else { return Ok(false) };
         let Some(mut sequence) = self.load_sequence(&e.sequence_id)? else { return Ok(false) };
-        let was_active = e.status == "active";
+        let was_active = e.status.is_active();
         if !self.transition(&mut e, &mut sequence, status, now)? {
             return Ok(false);
         }
@@ -366,7 +364,7 @@ impl Wtx<'_> {
         let now = crate::ids::now_ms();
         for id in &ids {
             for enrollment in self.active_enrollments(id)? {
-                self.end_enrollment(&enrollment, "cancelled", now)?;
+                self.end_enrollment(&enrollment, EnrollmentStatus::Cancelled, now)?;
             }
             self.tx.open_table(SEQUENCES)?.remove(id.as_str())?;
             self.tx.open_table(SEQUENCES_BY_DOMAIN)?.remove((domain, id.as_str()))?;

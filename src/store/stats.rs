@@ -17,6 +17,7 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::Email;
+use super::status::{DeliveryStatus, SendType};
 use super::tables::DAILY_STATS;
 use super::{Rtx, Wtx, decode, encode};
 use crate::error::Result;
@@ -47,11 +48,11 @@ impl DayCounts {
     }
 
     /// One more recipient with this final status; other statuses count nothing.
-    pub(super) fn outcome(&mut self, status: &str) {
+    pub(super) fn outcome(&mut self, status: DeliveryStatus) {
         let counter = match status {
-            "delivered" => &mut self.delivered,
-            "bounced" => &mut self.bounced,
-            "failed" => &mut self.failed,
+            DeliveryStatus::Delivered => &mut self.delivered,
+            DeliveryStatus::Bounced => &mut self.bounced,
+            DeliveryStatus::Failed => &mut self.failed,
             _ => return,
         };
         *counter += 1;
@@ -66,7 +67,7 @@ pub fn day_of(ms: u64) -> u32 {
 
 /// Whether a message takes part in the statistics at all.
 pub(super) fn counted(email: &Email) -> bool {
-    email.send_type.is_some() && email.send_type.as_deref() != Some("warmup")
+    email.send_type.is_some_and(|t| t != SendType::Warmup)
 }
 
 impl Wtx<'_> {
@@ -90,23 +91,25 @@ impl Wtx<'_> {
     pub(super) fn count_late_bounce(
         &mut self,
         domain: &str,
-        was: &str,
+        was: DeliveryStatus,
         counted_at: u64,
         at: u64,
     ) -> Result<()> {
         match was {
-            "bounced" => Ok(()),
+            DeliveryStatus::Bounced => Ok(()),
             // Already in `sent` on the day of its outcome: move it there, so the bounce rate of
             // any window stays bounced / sent of the same recipients.
-            "delivered" | "failed" => self.bump_day(domain, counted_at, |c| {
-                if was == "delivered" {
-                    c.delivered = c.delivered.saturating_sub(1);
-                } else {
-                    c.failed = c.failed.saturating_sub(1);
-                }
-                c.bounced += 1;
-            }),
-            _ => self.bump_day(domain, at, |c| c.outcome("bounced")),
+            DeliveryStatus::Delivered | DeliveryStatus::Failed => {
+                self.bump_day(domain, counted_at, |c| {
+                    if was == DeliveryStatus::Delivered {
+                        c.delivered = c.delivered.saturating_sub(1);
+                    } else {
+                        c.failed = c.failed.saturating_sub(1);
+                    }
+                    c.bounced += 1;
+                })
+            }
+            _ => self.bump_day(domain, at, |c| c.outcome(DeliveryStatus::Bounced)),
         }
     }
 }
@@ -133,7 +136,8 @@ mod tests {
     #[test]
     fn only_final_statuses_count_as_sent() {
         let mut c = DayCounts::default();
-        for s in ["delivered", "bounced", "failed", "deferred", "cancelled", "queued"] {
+        use DeliveryStatus::*;
+        for s in [Delivered, Bounced, Failed, Deferred, Cancelled, Queued] {
             c.outcome(s);
         }
         assert_eq!(c, DayCounts { sent: 3, delivered: 1, bounced: 1, failed: 1, ..c });
@@ -145,9 +149,11 @@ mod tests {
     fn warmup_and_received_mail_are_not_counted() {
         let mut email = Email::default();
         assert!(!counted(&email), "received mail has no send type");
-        for (kind, want) in [("transactional", true), ("campaign", true), ("warmup", false)] {
-            email.send_type = Some(kind.into());
-            assert_eq!(counted(&email), want, "{kind}");
+        for (kind, want) in
+            [(SendType::Transactional, true), (SendType::Campaign, true), (SendType::Warmup, false)]
+        {
+            email.send_type = Some(kind);
+            assert_eq!(counted(&email), want, "{kind:?}");
         }
     }
 }

@@ -21,12 +21,13 @@ use std::sync::Arc;
 
 use crate::config::Warmup as Settings;
 use crate::error::Result;
-use crate::ids::{new_id, now_ms};
+use crate::ids::now_ms;
+use crate::mail::outbound::Outbound;
 use crate::shutdown::Shutdown;
-use crate::store::{Delivery, Email, Folder, Header, Store, Summary, Warmup, is_final};
+use crate::store::{Email, MessageStatus, SendType, Store, Warmup};
 use crate::wake::Wake;
 
-pub use crate::queue::compose::{WARMUP_HEADER as HEADER, WARMUP_SEND_TYPE as SEND_TYPE};
+pub use crate::queue::compose::WARMUP_HEADER as HEADER;
 const DAY_MS: u64 = 86_400_000;
 /// Sent messages tracked until their delivery is final; older ones are forgotten beyond this.
 const MAX_PENDING: usize = 2_000;
@@ -94,14 +95,15 @@ impl Warmup {
     }
 
     /// Counts the final delivery status of a sent message.
-    fn settle(&mut self, email_id: &str, status: &str) {
+    /// `None`: the message is gone (deleted with its mailbox).
+    fn settle(&mut self, email_id: &str, status: Option<MessageStatus>) {
         let Some(at) = self.pending.iter().position(|p| p == email_id) else {
             return;
         };
         self.pending.remove(at);
         match status {
-            "delivered" => self.delivered_total += 1,
-            "bounced" | "failed" => self.bounced_total += 1,
+            Some(MessageStatus::Delivered) => self.delivered_total += 1,
+            Some(MessageStatus::Bounced | MessageStatus::Failed) => self.bounced_total += 1,
             _ => {}
         }
     }
@@ -203,40 +205,22 @@ pub fn compose(
     now: u64,
     due: u64,
 ) -> Email {
-    let id = new_id("em");
-    let (_, domain) = key_of(from);
-    let message_id = format!("<{}>", crate::mail::build::message_id(&id, domain));
-    let from_header = crate::mail::build::from_header(display_name, from);
-    Email {
-        summary: Summary {
-            id,
-            mailbox: from.to_owned(),
-            folder: Folder::Warmup,
-            from: from_header,
-            to: vec![to.to_owned()],
-            subject: text.subject.clone(),
-            snippet: crate::mail::text::snippet(&text.text),
-            status: "queued".into(),
-            created_at: now,
-            size: (text.text.len() + text.html.len()) as u64,
-            has_attachments: false,
-        },
-        headers: vec![Header { name: "Subject".into(), value: text.subject }],
-        message_id: Some(message_id),
-        in_reply_to,
-        text: Some(text.text),
+    Outbound {
+        kind: SendType::Warmup,
+        mailbox: from.to_owned(),
+        from: crate::mail::build::from_header(display_name, from),
+        to: vec![to.to_owned()],
+        subject: text.subject,
+        text: text.text,
         html: Some(text.html),
-        deliveries: vec![Delivery {
-            recipient: to.to_owned(),
-            status: "queued".into(),
-            attempts: 0,
-            last_response: None,
-            updated_at: now,
-        }],
-        send_type: Some(SEND_TYPE.into()),
-        next_attempt_at: Some(due),
-        ..Email::default()
+        in_reply_to,
+        batch_id: None,
+        sequence: None,
+        scheduled_at: None,
+        due,
+        now,
     }
+    .into_email()
 }
 
 /// What the warmup engine works with.
@@ -267,7 +251,7 @@ struct Seen {
     record: Warmup,
     display_name: Option<String>,
     /// Sent messages whose delivery became final: `(email id, status)`.
-    settled: Vec<(String, String)>,
+    settled: Vec<(String, Option<MessageStatus>)>,
     /// Whether stored warmup mail is older than `warmup.keep`.
     prune: bool,
     /// Partners this mailbox's domain has suppressed (a bounce, complaint or unsubscribe).
@@ -293,11 +277,11 @@ async fn tick(app: &Deps) -> Result<()> {
                 let mut settled = Vec::new();
                 for id in &record.pending {
                     match r.email_by_id(id)? {
-                        Some(e) if is_final(&e.summary.status) => {
-                            settled.push((id.clone(), e.summary.status.clone()))
+                        Some(e) if e.summary.status.is_final() => {
+                            settled.push((id.clone(), Some(e.summary.status)))
                         }
                         Some(_) => {}
-                        None => settled.push((id.clone(), "gone".into())),
+                        None => settled.push((id.clone(), None)),
                     }
                 }
                 let prune = r.oldest_warmup_mail(&record.mailbox)?.is_some_and(|at| at < cutoff);
@@ -349,7 +333,7 @@ async fn tick(app: &Deps) -> Result<()> {
                 }
                 rec.roll(now);
                 for (id, status) in &settled {
-                    rec.settle(id, status);
+                    rec.settle(id, *status);
                 }
                 let mut sent = false;
                 // Checked again here: a DELETE or another round may have come first.
@@ -442,9 +426,9 @@ mod tests {
         w.roll(enrolled + 1);
         assert_eq!((w.sent_today, w.replied_today, w.sent_total), (0, 0, 2));
         assert!(w.can_send(enrolled + 1));
-        w.settle("em_1", "delivered");
-        w.settle("em_2", "bounced");
-        w.settle("em_2", "delivered");
+        w.settle("em_1", Some(MessageStatus::Delivered));
+        w.settle("em_2", Some(MessageStatus::Bounced));
+        w.settle("em_2", Some(MessageStatus::Delivered));
         assert_eq!((w.delivered_total, w.bounced_total, w.pending.len()), (1, 1, 0));
     }
 

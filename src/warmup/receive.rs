@@ -7,14 +7,14 @@
 
 use rand::RngExt;
 
-use super::{HEADER, SEND_TYPE, compose, key_of, text};
+use super::{HEADER, compose, key_of, text};
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::inbound::Inspected;
 use crate::inbound::auth::Verdict;
 use crate::queue::compose::split_display;
 use crate::state::App;
-use crate::store::{Email, Folder, Wtx};
+use crate::store::{Email, Folder, SendType, Wtx};
 
 fn header<'a>(email: &'a Email, name: &str) -> Option<&'a str> {
     email.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value.trim())
@@ -93,7 +93,7 @@ fn accept(w: &mut Wtx<'_>, a: Arrival, delays: &[u64]) -> Result<Option<(String,
         }
     }
     let sent_here = w.email_in_write(&a.marker)?.is_some_and(|e| {
-        e.send_type.as_deref() == Some(SEND_TYPE) && e.summary.mailbox.eq_ignore_ascii_case(&a.from)
+        e.send_type == Some(SendType::Warmup) && e.summary.mailbox.eq_ignore_ascii_case(&a.from)
     });
     if !(sent_here || a.peer) {
         return Ok(None);
@@ -122,7 +122,7 @@ fn accept(w: &mut Wtx<'_>, a: Arrival, delays: &[u64]) -> Result<Option<(String,
                 continue;
             };
             if let Some(original) = w.email_in_write(&original_id)?
-                && original.send_type.as_deref() == Some(SEND_TYPE)
+                && original.send_type == Some(SendType::Warmup)
             {
                 let to = original.summary.to.first().cloned().unwrap_or_default();
                 if !w.hosts_in_write(key_of(&to).0)? {

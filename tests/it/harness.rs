@@ -256,3 +256,8 @@ impl World {
         self.server.client(None)
     }
 }
+
+/// A stored status from its wire spelling, for seeding data (`"delivered"`, `"received"`...).
+pub fn status<T: serde::de::DeserializeOwned>(spelling: &str) -> T {
+    serde_json::from_value(serde_json::Value::String(spelling.to_owned())).expect("a known status")
+}

@@ -38,7 +38,7 @@ fn email(id: &str, mailbox: &str) -> Email {
             to: vec![mailbox.to_owned()],
             subject: "Hello".to_owned(),
             snippet: "Hi there".to_owned(),
-            status: "received".to_owned(),
+            status: crate::harness::status("received"),
             created_at: 1_700_000_000_000,
             size: 120,
             has_attachments: false,
@@ -241,7 +241,7 @@ fn deleting_a_mailbox_deletes_its_emails_only() {
         seed.email(email("em_x_one", "x@alpha.test"));
         let mut sent = email("em_x_two", "x@alpha.test");
         sent.summary.folder = Folder::Sent;
-        sent.summary.status = "delivered".to_owned();
+        sent.summary.status = crate::harness::status("delivered");
         seed.email(sent);
         seed.email(email("em_y_one", "y@alpha.test"));
     });

@@ -9,6 +9,9 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
+    /// Memory for the data file's page cache (`storage.cache_size`). What was read or written
+    /// stays resident up to this, so it bounds the server's memory as much as any limit here.
+    pub cache_size: usize,
     pub http: Http,
     pub smtp: Smtp,
     pub delivery: Delivery,
@@ -153,6 +156,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             data_dir: PathBuf::from("./edgemail-data"),
+            cache_size: DEFAULT_CACHE_SIZE,
             http: Http {
                 listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
                 public_url: None,
@@ -234,12 +238,20 @@ impl Config {
     }
 }
 
+/// The default `storage.cache_size`; redb's own (1 GiB) would keep most of a busy server's
+/// recent mail in memory.
+pub const DEFAULT_CACHE_SIZE: usize = 64 * 1024 * 1024;
+
 type Setter = fn(&mut Config, &str) -> Result<(), String>;
 
 /// Every key, as `section.key`, with the function that parses and sets it.
 const KEYS: &[(&str, Setter)] = &[
     ("storage.data_dir", |c, v| {
         c.data_dir = PathBuf::from(v);
+        Ok(())
+    }),
+    ("storage.cache_size", |c, v| {
+        c.cache_size = parse_size(v)?;
         Ok(())
     }),
     ("http.listen", |c, v| {
@@ -620,6 +632,9 @@ mod tests {
         let flags = [("http.listen", "127.0.0.1:3".to_owned())];
         let c = load(Some(&file), env, &flags).expect("valid"); // ok: test
         assert_eq!(c.http.listen.port(), 3);
+        assert_eq!(c.cache_size, DEFAULT_CACHE_SIZE);
+        let env = vec![("EDGEMAIL_STORAGE_CACHE_SIZE".to_owned(), "16MiB".to_owned())];
+        assert_eq!(load(None, env, &[]).map(|c| c.cache_size), Ok(16 << 20));
         assert_eq!(c.http.body_limit, 2 << 20);
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -640,6 +655,7 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/edgemail.toml");
         let c = load(Some(&path), Vec::new(), &[]).expect("dist/edgemail.toml is valid"); // ok: test
         assert_eq!(c.delivery.retry_initial, Duration::from_secs(300));
+        assert_eq!(c.cache_size, DEFAULT_CACHE_SIZE);
         assert_eq!(c.smtp.hostname.as_deref(), Some("mail.example.com"));
         assert_eq!(c.delivery.sending_ips.len(), 2);
         assert_eq!(
@@ -666,6 +682,7 @@ mod tests {
         assert_eq!(parse_duration("3d"), Ok(Duration::from_secs(3 * 86_400)));
         assert!(parse_duration("5").is_err());
         assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("64MiB"), Ok(DEFAULT_CACHE_SIZE));
         assert!(parse_size("0").is_err());
     }
 }

@@ -7,7 +7,7 @@ use edgemail::admin::{self, Command as Admin};
 use edgemail::cli::{Cli, Command, Common, DomainCommand, KeyCommand, ServeArgs};
 use edgemail::config::{self, Config};
 use edgemail::error::Error;
-use edgemail::store::Store;
+use edgemail::store::{self, Store};
 use edgemail::{app, demo, logging, shutdown};
 
 #[global_allocator]
@@ -53,6 +53,10 @@ fn load_config(file: Option<&std::path::Path>, flags: &[(&'static str, String)])
     }
 }
 
+fn store_options(config: &Config) -> store::Options {
+    store::Options { cache_size: config.cache_size }
+}
+
 /// Runs an admin command through the running server when there is one, else on the file itself.
 fn administer(common: &Common, command: Admin) -> ExitCode {
     let Some(config) = load_config(common.config.as_deref(), &common.overrides()) else {
@@ -61,7 +65,7 @@ fn administer(common: &Common, command: Admin) -> ExitCode {
     let socket = admin::socket_path(&config.data_dir);
     let outcome = match admin::send(&socket, &command) {
         Ok(Some(output)) => Ok(output),
-        Ok(None) => Store::open(&config.data_dir).and_then(|store| {
+        Ok(None) => Store::open_with(&config.data_dir, store_options(&config)).and_then(|store| {
             let out = admin::execute(&store, command, config.smtp.hostname.as_deref());
             store.close();
             out
@@ -106,8 +110,8 @@ fn serve(args: ServeArgs) -> ExitCode {
 }
 
 async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
-    let data_dir = config.data_dir.clone();
-    let store = tokio::task::spawn_blocking(move || Store::open(&data_dir))
+    let (data_dir, options) = (config.data_dir.clone(), store_options(&config));
+    let store = tokio::task::spawn_blocking(move || Store::open_with(&data_dir, options))
         .await
         .map_err(Error::internal)??;
     let listeners = app::bind(&config).await?;

@@ -1,4 +1,5 @@
-//! Stored messages. The full document lives in `EMAILS`; the folder index carries each message's
+//! Stored messages. The full document lives in `EMAILS` (but for the bodies of large received
+//! mail, decoded from its raw message: see `inbound`); the folder index carries each message's
 //! summary, so listing a folder is one range read that never decodes a body.
 
 use redb::ReadableTable;
@@ -192,7 +193,7 @@ impl Wtx<'_> {
         index.remove(index_key(&email.summary))?;
         if email.summary.folder == Folder::Trash {
             emails.remove(id)?;
-            self.tx.open_table(RAW)?.remove(id)?;
+            self.release_raw(id)?;
             return Ok(Deleted::Removed);
         }
         email.summary.folder = Folder::Trash;
@@ -210,6 +211,8 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// The email as stored: a large received copy comes without its bodies and headers (see
+    /// `store::inbound`), which is what writing it back must keep.
     pub(super) fn load_email(&self, id: &str) -> Result<Option<Email>> {
         let table = self.tx.open_table(EMAILS)?;
         let found = table.get(id)?;
@@ -231,10 +234,9 @@ impl Wtx<'_> {
         }
         let mut emails = self.tx.open_table(EMAILS)?;
         let mut queue = self.tx.open_table(QUEUE)?;
-        let mut raw = self.tx.open_table(RAW)?;
         for (folder, at, id) in &ids {
             index.remove((mailbox, *folder, *at, id.as_str()))?;
-            raw.remove(id.as_str())?;
+            self.release_raw(id)?;
             let removed = emails.remove(id.as_str())?.map(|v| decode::<Email>(v.value()));
             if let Some(Ok(Email { next_attempt_at: Some(due), .. })) = removed {
                 queue.remove((due, id.as_str()))?;
@@ -249,7 +251,11 @@ impl Rtx {
     pub fn email_by_id(&self, id: &str) -> Result<Option<Email>> {
         let table = self.tx.open_table(EMAILS)?;
         let found = table.get(id)?;
-        found.map(|v| decode::<Email>(v.value())).transpose()
+        let Some(mut email) = found.map(|v| decode::<Email>(v.value())).transpose()? else {
+            return Ok(None);
+        };
+        self.complete(&mut email)?;
+        Ok(Some(email))
     }
 
     /// The email, if it belongs to a mailbox of `domain`.
@@ -257,7 +263,13 @@ impl Rtx {
         let table = self.tx.open_table(EMAILS)?;
         let found = table.get(id)?;
         let email = found.map(|v| decode::<Email>(v.value())).transpose()?;
-        Ok(email.filter(|e| e.domain() == domain && !e.summary.folder.is_hidden()))
+        let Some(mut email) =
+            email.filter(|e| e.domain() == domain && !e.summary.folder.is_hidden())
+        else {
+            return Ok(None);
+        };
+        self.complete(&mut email)?;
+        Ok(Some(email))
     }
 
     /// Up to `limit` summaries of a folder, newest first, as a JSON array.

@@ -79,6 +79,9 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(SECRETS)?;
     tx.open_table(MESSAGE_IDS)?;
     tx.open_table(RAW)?;
+    tx.open_table(RAW_BLOBS)?;
+    tx.open_table(RAW_REFS)?;
+    tx.open_table(RAW_OF)?;
     tx.open_table(BATCHES_BY_DOMAIN)?;
     tx.open_table(SEQUENCES)?;
     tx.open_table(SEQUENCES_BY_DOMAIN)?;

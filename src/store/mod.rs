@@ -21,7 +21,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::{Builder, Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -48,6 +48,19 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// How the data file is opened.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Bytes of redb's page cache (`storage.cache_size`).
+    pub cache_size: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { cache_size: crate::config::DEFAULT_CACHE_SIZE }
+    }
+}
+
 /// A write transaction shared with the other jobs of its group commit.
 pub struct Wtx<'a> {
     tx: &'a WriteTransaction,
@@ -61,9 +74,13 @@ pub struct Rtx {
 impl Store {
     /// Opens (creating when absent) the database in `dir` and brings its layout up to date.
     pub fn open(dir: &Path) -> Result<Store> {
+        Store::open_with(dir, Options::default())
+    }
+
+    pub fn open_with(dir: &Path, options: Options) -> Result<Store> {
         create_private_dir(dir)?;
         let path = dir.join(DB_FILE);
-        let db = match Database::create(&path) {
+        let db = match Builder::new().set_cache_size(options.cache_size).create(&path) {
             Ok(db) => db,
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
                 return Err(Error::Unavailable(format!(

@@ -42,7 +42,17 @@ pub const SECRETS: TableDefinition<&str, &[u8]> = TableDefinition::new("secrets"
 /// RFC 5322 Message-ID we sent -> email id: links bounces and replies to the message.
 pub const MESSAGE_IDS: TableDefinition<&str, &str> = TableDefinition::new("message_ids");
 /// email id -> the raw message as received (with our Received and Authentication-Results).
+/// Written by releases before `RAW_BLOBS`; still read for the copies stored then (those without
+/// an entry in `RAW_OF`), never written.
 pub const RAW: TableDefinition<&str, &[u8]> = TableDefinition::new("raw_messages");
+/// (blob id, chunk number) -> a piece of the raw message as received, stored once for all the
+/// copies it was delivered as. In pieces because redb rounds an allocation up to a power of two
+/// pages: a 17 MiB value would take 32 MiB of the file and of the cache.
+pub const RAW_BLOBS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("raw_blobs");
+/// (blob id, email id) -> (): the copies sharing a blob; the blob goes with its last entry.
+pub const RAW_REFS: TableDefinition<(&str, &str), ()> = TableDefinition::new("raw_refs");
+/// email id -> `RawRef`: the blob of a received copy, and whether its bodies live only there.
+pub const RAW_OF: TableDefinition<&str, &[u8]> = TableDefinition::new("raw_of");
 /// (domain, batch id) -> (): a domain's campaign batches, for campaign stats.
 pub const BATCHES_BY_DOMAIN: TableDefinition<(&str, &str), ()> =
     TableDefinition::new("batches_by_domain");

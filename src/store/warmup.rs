@@ -93,7 +93,6 @@ impl Wtx<'_> {
             old.push((at, id.to_owned()));
         }
         let mut emails = self.tx.open_table(EMAILS)?;
-        let mut raw = self.tx.open_table(RAW)?;
         let mut message_ids = self.tx.open_table(MESSAGE_IDS)?;
         let mut removed = 0;
         for (at, id) in &old {
@@ -113,7 +112,7 @@ impl Wtx<'_> {
             }
             index.remove((mailbox, code, *at, id.as_str()))?;
             emails.remove(id.as_str())?;
-            raw.remove(id.as_str())?;
+            self.release_raw(id)?;
             removed += 1;
         }
         Ok(removed)

@@ -8,6 +8,7 @@ mod schema;
 mod smtp_client;
 mod smtp_sink;
 
+mod amplification;
 mod analytics;
 mod api_description;
 mod api_limits;

@@ -8,10 +8,17 @@ use super::tables::*;
 use crate::error::{Error, Result};
 
 /// The layout this build writes.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// Upgrade steps: `STEPS[n]` turns version `n + 1` into `n + 2`.
-const STEPS: &[fn(&WriteTransaction) -> Result<()>] = &[index_batches_by_domain];
+const STEPS: &[fn(&WriteTransaction) -> Result<()>] = &[index_batches_by_domain, shared_raw];
+
+/// Version 3 keeps a received message's raw bytes once for all its copies, and large copies
+/// without their bodies. Nothing is rewritten (old copies read as before); the stamp exists so
+/// that an older build refuses the file instead of showing such mail without its bodies.
+fn shared_raw(_: &WriteTransaction) -> Result<()> {
+    Ok(())
+}
 
 /// Version 2 lists campaign batches per domain; batches written before have no index entry.
 fn index_batches_by_domain(tx: &WriteTransaction) -> Result<()> {

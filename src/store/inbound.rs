@@ -174,7 +174,7 @@ fn without_bodies(e: &Email) -> Email {
         html: None,
         attachments: e.attachments.clone(),
         deliveries: e.deliveries.clone(),
-        send_type: e.send_type.clone(),
+        send_type: e.send_type,
         batch_id: e.batch_id.clone(),
         scheduled_at: e.scheduled_at,
         next_attempt_at: e.next_attempt_at,

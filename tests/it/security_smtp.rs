@@ -258,14 +258,11 @@ fn refused_recipients_are_slowed_down_and_end_the_session_at_max_errors() {
     s.cmd("EHLO harvester.example.org");
     assert!(s.cmd("MAIL FROM:<h@example.org>").starts_with("250"));
     let started = Instant::now();
-    let mut refused = 0;
-    for i in 0..12 {
+    // A harvester guesses on; the tenth refusal (smtp.max_errors) ends the session, so guesses
+    // eleven and twelve are never answered.
+    for i in 0..10 {
         let reply = s.cmd(&format!("RCPT TO:<guess{i}@alpha.test>"));
         assert!(reply.starts_with("550 5.1.1"), "guess {i}: {reply}");
-        refused += 1;
-        if refused == 10 {
-            break;
-        }
     }
     let elapsed = started.elapsed();
     let closing = s.reply();

@@ -76,6 +76,17 @@ impl Router {
         &self.routes
     }
 
+    /// The template of the link route `path` falls under (it starts with the route's fixed part),
+    /// also when no route matches it: a mistyped method or a mangled link (a trailing slash or
+    /// segment) still carries a token, which must not reach the log.
+    pub fn link_template(&self, path: &str) -> Option<&'static str> {
+        self.routes
+            .iter()
+            .filter(|r| r.access == Access::Link)
+            .find(|r| path.starts_with(r.path.split('{').next().unwrap_or(r.path)))
+            .map(|r| r.path)
+    }
+
     pub fn find(&self, method: &Method, path: &str) -> Result<Matched<'_>> {
         // HEAD is answered like GET; hyper leaves the body out.
         let lookup = if method == Method::HEAD { &Method::GET } else { method };
@@ -151,6 +162,22 @@ mod tests {
             panic!("expected a match");
         };
         assert_eq!(m.params, vec![("id", "a@b.com".to_owned())]);
+    }
+
+    #[test]
+    fn link_paths_are_known_by_their_template_whatever_follows() {
+        let link = Route {
+            method: Method::GET,
+            path: "/t/o/{token}",
+            access: Access::Link,
+            handler: handler!(nothing),
+        };
+        let r = Router::new(vec![link]).expect("valid routes"); // ok: test
+        for path in ["/t/o/abc", "/t/o/abc/", "/t/o/abc/more"] {
+            assert_eq!(r.link_template(path), Some("/t/o/{token}"), "{path}");
+        }
+        assert_eq!(r.link_template("/t/x/abc"), None);
+        assert_eq!(router().link_template("/v1/things"), None, "not a link route");
     }
 
     #[test]

@@ -110,12 +110,13 @@ async fn dispatch(
     key_id: &mut Option<Arc<str>>,
     logged_path: &mut String,
 ) -> Result<super::reply::Reply> {
+    if let Some(template) = router.link_template(req.uri().path()) {
+        // Link tokens name a recipient: the log shows the route, never the token, also when the
+        // request is refused before any route matches.
+        *logged_path = template.to_owned();
+    }
     let matched = router.find(req.method(), req.uri().path())?;
     let access = matched.route.access;
-    if access == Access::Link {
-        // Link tokens name a recipient: the log shows the route, never the token.
-        *logged_path = matched.route.path.to_owned();
-    }
     if access == Access::Tool {
         let ip = app.tool_limits.client(peer, req.headers());
         app.tool_limits.check(ip)?;

@@ -267,7 +267,13 @@ impl Pool {
             return Err(Broken(format!("{addr} greeted with {}", text(&greeting))));
         }
         let ehlo = client.ehlo(&self.helo).await.map_err(broken)?;
-        let tls = self.tls.as_ref().filter(|_| try_tls && ehlo.has_capability(EXT_START_TLS));
+        let offered = try_tls && ehlo.has_capability(EXT_START_TLS);
+        if offered && self.tls.is_none() && !self.fallback {
+            // No verifier could be built (the error is logged at startup): going on in plain text
+            // is the downgrade that verifying the relay exists to prevent.
+            return Err(Broken(format!("TLS with {addr}: no certificate verifier available")));
+        }
+        let tls = self.tls.as_ref().filter(|_| offered);
         let (stream, ehlo) = match tls {
             Some(connector) => {
                 let mut tls = client

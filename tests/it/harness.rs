@@ -1,7 +1,6 @@
 //! Runs the real `edgemail` binary on 127.0.0.1 port 0 with a temporary data directory, seeds that
 //! directory through the crate's storage API beforehand, and talks to it over real HTTP.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -175,9 +174,12 @@ pub fn unique() -> u32 {
 fn wait_ready(log: &Path) -> (SocketAddr, SocketAddr) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Ok(file) = std::fs::File::open(log) {
+        if let Ok(text) = std::fs::read_to_string(log) {
+            // Only whole lines: stderr is unbuffered, so a line may be read half written (such as
+            // `listening http=... smtp=` before its address), and "ready" then follows it.
+            let whole = &text[..text.rfind('\n').map_or(0, |at| at + 1)];
             let mut addrs = None;
-            for line in BufReader::new(file).lines().map_while(Result::ok) {
+            for line in whole.lines() {
                 if let Some(rest) = line.strip_prefix("listening ") {
                     let field = |name: &str| {
                         rest.split_whitespace()

@@ -23,6 +23,8 @@ mod health;
 mod inbound;
 mod mail_world;
 mod mailboxes;
+mod security;
+mod security_smtp;
 mod send;
 mod sender_groups;
 mod sequences;

@@ -75,6 +75,22 @@ impl AppState {
     }
 }
 
+/// The inbound path behind the MX, with warmup's claim on received mail.
+fn receiver(app: &App) -> crate::inbound::Receiver {
+    let mut receiver = crate::inbound::Receiver::new(
+        app.store.clone(),
+        app.tokens.clone(),
+        app.dns.clone(),
+        &app.config.smtp,
+    );
+    receiver.register(Box::new(crate::warmup::receive::Arrivals::new(
+        app.store.clone(),
+        app.queue.waker(),
+        &app.config.warmup,
+    )));
+    receiver
+}
+
 /// Bound sockets, so callers (and tests) choose addresses, including port 0.
 pub struct Listeners {
     pub http: TcpListener,
@@ -134,9 +150,10 @@ pub async fn run(app: App, listeners: Listeners, shutdown: Shutdown) -> Result<(
     let tls = tls.map_err(|e| tracing::warn!(error = %e, "STARTTLS disabled")).ok();
     let smtp = tokio::spawn(crate::smtp::server::serve(
         listeners.smtp,
-        app.clone(),
+        app.config.smtp.clone(),
         tls,
         shutdown.clone(),
+        Arc::new(receiver(&app)),
     ));
     crate::http::server::serve(listeners.http, app.clone(), shutdown).await;
     let _ = admin.await;

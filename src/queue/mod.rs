@@ -25,12 +25,22 @@ use crate::store::{Email, Outcome, is_final};
 use client::Pool;
 
 pub struct Queue {
-    wake: Notify,
+    wake: Arc<Notify>,
     in_flight: Mutex<HashSet<String>>,
     slots: Arc<Semaphore>,
     per_domain: Mutex<HashMap<String, Arc<Semaphore>>>,
     per_domain_limit: usize,
     pool: Pool,
+}
+
+/// Wakes the scheduler: see `Queue::waker`.
+#[derive(Clone)]
+pub struct Wake(Arc<Notify>);
+
+impl Wake {
+    pub fn wake(&self) {
+        self.0.notify_one();
+    }
 }
 
 impl Queue {
@@ -48,7 +58,7 @@ impl Queue {
             None => client::TlsPolicy::Opportunistic,
         };
         Queue {
-            wake: Notify::new(),
+            wake: Arc::new(Notify::new()),
             in_flight: Mutex::new(HashSet::new()),
             slots: Arc::new(Semaphore::new(d.concurrency)),
             per_domain: Mutex::new(HashMap::new()),
@@ -60,6 +70,11 @@ impl Queue {
     /// Tells the scheduler to look at the queue now.
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// A handle that wakes the scheduler, for services that queue mail but hold no `Queue`.
+    pub fn waker(&self) -> Wake {
+        Wake(self.wake.clone())
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {

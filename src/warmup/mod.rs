@@ -7,7 +7,8 @@
 //!
 //! - `mod`      the ramp, the counters' day rollover, the status view
 //! - `send`     the sending engine: each round, a conversation per mailbox that is due
-//! - `receive`  recognizing warmup mail at our MX, counting it, answering it
+//! - `receive`  recognizing warmup mail at our MX (a claimant registered with inbound),
+//!   counting it, answering it
 //! - `text`     the message generator
 
 pub mod receive;
@@ -16,12 +17,8 @@ pub mod text;
 
 pub use send::run;
 
-use std::time::Duration;
-
-use rand::RngExt;
 use serde::Serialize;
 
-use crate::app::App;
 use crate::ids::new_id;
 use crate::store::{Delivery, Email, Folder, Header, Summary, Warmup};
 
@@ -252,12 +249,6 @@ pub fn mark(email: &Email, raw: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(header.as_bytes());
     out.extend_from_slice(&raw);
     out
-}
-
-/// How long before a reply goes out: random up to `warmup.reply_delay`.
-pub fn reply_delay(app: &App) -> Duration {
-    let max = app.config.warmup.reply_delay.as_millis() as u64;
-    Duration::from_millis(if max == 0 { 0 } else { rand::rng().random_range(0..=max) })
 }
 
 #[cfg(test)]

@@ -76,6 +76,22 @@ impl Server {
     }
 }
 
+/// The inbound path behind the MX, with warmup's claim on received mail.
+fn receiver(app: &App) -> crate::inbound::Receiver {
+    let mut receiver = crate::inbound::Receiver::new(
+        app.store.as_ref().clone(),
+        app.tokens.as_ref().clone(),
+        app.dns.clone(),
+        &app.config.smtp,
+    );
+    receiver.register(Box::new(crate::warmup::receive::Arrivals::new(
+        app.store.as_ref().clone(),
+        app.queue.clone(),
+        &app.config.warmup,
+    )));
+    receiver
+}
+
 /// Bound sockets, so callers (and tests) choose addresses, including port 0.
 pub struct Listeners {
     pub http: TcpListener,
@@ -136,9 +152,10 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let tls = tls.map_err(|e| tracing::warn!(error = %e, "STARTTLS disabled")).ok();
     let smtp = tokio::spawn(crate::smtp::server::serve(
         listeners.smtp,
-        app.clone(),
+        app.config.smtp.clone(),
         tls,
         shutdown.clone(),
+        Arc::new(receiver(&app)),
     ));
     crate::http::server::serve(listeners.http, app.clone(), router, shutdown).await;
     let _ = admin.await;

@@ -26,6 +26,7 @@ impl Kind {
     }
 }
 
+#[derive(Clone)]
 pub struct Tokens {
     key: hmac::Key,
 }

@@ -1,12 +1,48 @@
-//! Arbitrary bytes into the inbound SMTP command reader, split at a size taken from the input,
-//! as a network would deliver them.
+//! Arbitrary bytes into a whole inbound SMTP session, split at a size taken from the input as a
+//! network would deliver them; recipients are accepted or refused by the length of the address, and
+//! STARTTLS "succeeds", so every state of the session is reachable.
 #![no_main]
 
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use edgemail::smtp::data::Budget;
+use edgemail::smtp::session::{Action, Peer, Session};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&chunk, rest)) = data.split_first() else {
         return;
     };
-    let _ = edgemail::smtp::session::replies_to(rest, usize::from(chunk) + 1);
+    let mut cfg = edgemail::config::Config::default().smtp;
+    cfg.max_message_size = 4096;
+    cfg.max_recipients = 4;
+    let peer = Peer { ip: IpAddr::from([192, 0, 2, 1]), tls_available: chunk & 1 == 1 };
+    let mut session = Session::new(Arc::new(cfg), peer, Budget::new(64 * 1024));
+    let mut pieces = rest.chunks(usize::from(chunk >> 1) + 1);
+    loop {
+        match session.next_action() {
+            Action::Write(bytes) => {
+                assert!(bytes.ends_with(b"\r\n"), "a reply ends with CRLF");
+            }
+            Action::Read(_) => match pieces.next() {
+                Some(piece) => session.feed(piece),
+                None => return,
+            },
+            Action::Pause(_) => {}
+            Action::CheckRecipient(address) => {
+                if address.len() % 3 == 0 {
+                    session.recipient_checked(Err("550 5.1.1 no\r\n".into()));
+                } else {
+                    session.recipient_checked(Ok(()));
+                }
+            }
+            Action::Deliver(envelope, _) => {
+                assert!(!envelope.recipients.is_empty(), "a message has recipients");
+                session.delivered("250 2.0.0 ok\r\n");
+            }
+            Action::StartTls => session.secured(),
+            Action::Close => return,
+        }
+    }
 });

@@ -1,21 +1,29 @@
 //! What happens to mail that reaches our MX: recipients are checked at RCPT time (hosted domains
 //! only, so we are never an open relay); an accepted message gets Received and
-//! Authentication-Results (SPF, DKIM, DMARC by mail-auth) headers, is parsed, and is committed to
-//! every recipient mailbox's inbox before the 250. Reports about mail we sent (DSNs to our bounce
-//! addresses, ARF complaints) and replies to it update the sent messages and suppressions.
+//! Authentication-Results (SPF, DKIM, DMARC by mail-auth) headers, is parsed, is offered to the
+//! registered claimants (services above us that take some mail for themselves), and otherwise
+//! is committed to every recipient mailbox's inbox before the 250. Reports about mail we sent
+//! (DSNs to our bounce addresses, ARF complaints) and replies to it update the sent messages
+//! and suppressions.
 
 pub mod auth;
+mod inspect;
 pub mod report;
 
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use mail_auth::MessageAuthenticator;
-use mail_parser::{Message, MessageParser, MimeHeaders};
 
+use crate::dns::Dns;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
-use crate::state::App;
-use crate::store::{Attachment, Email, Folder, Header, MessageStatus, Summary, Wtx};
+use crate::store::{Email, Store, Wtx};
+use crate::tracking::Tokens;
+use auth::Verdict;
+pub use inspect::{Inspected, inspect};
 
 /// The envelope of a received message.
 pub struct Envelope {
@@ -24,6 +32,27 @@ pub struct Envelope {
     pub from: String,
     pub recipients: Vec<String>,
     pub tls: bool,
+}
+
+/// A received message as claimants see it: authenticated, parsed, not stored yet.
+pub struct Arrival<'a> {
+    pub recipients: &'a [String],
+    pub seen: &'a Inspected,
+    pub verdict: &'a Verdict,
+    /// The message with our trace headers, as it would be stored.
+    pub raw: &'a [u8],
+    pub now: u64,
+}
+
+/// What `Claimant::claim` returns: the id of the first stored copy when the message was taken.
+pub type Claim<'a> = Pin<Box<dyn Future<Output = Result<Option<String>>> + Send + 'a>>;
+
+/// A service above inbound that takes some received mail for itself. Claimants
+/// are asked in the order they were registered, before the inbox.
+pub trait Claimant: Send + Sync {
+    /// Takes `arrival` when it is this claimant's, storing what it needs; `None` (and nothing
+    /// written) leaves it to the next claimant and then the inbox.
+    fn claim<'a>(&'a self, arrival: &'a Arrival<'a>) -> Claim<'a>;
 }
 
 /// Local parts that are not mailboxes but that we answer for on every hosted domain.
@@ -48,45 +77,16 @@ fn system(local: &str) -> Option<System> {
     }
 }
 
-/// The RCPT TO decision: `Err` carries the SMTP reply.
-pub async fn check_recipient(app: &App, address: &str) -> std::result::Result<(), String> {
-    let Some((local, domain)) = address.rsplit_once('@') else {
-        return Err("501 5.1.3 recipient must be a full address\r\n".into());
-    };
-    let (local, domain) = (local.to_ascii_lowercase(), domain.to_ascii_lowercase());
-    let is_system = match system(&local) {
-        // A bounce address we never issued is refused here, before any data is taken.
-        Some(System::Bounce(tagged)) => {
-            if app.tokens.bounce_id(&tagged, &domain).is_none() {
-                return Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n"));
-            }
-            true
-        }
-        Some(_) => true,
-        None => false,
-    };
-    let lookup = app
-        .store
-        .read(move |r| {
-            if !r.hosts(&domain)? {
-                return Ok(Err(format!(
-                    "550 5.7.1 relaying denied: {domain} is not hosted here\r\n"
-                )));
-            }
-            if is_system || r.mailbox(&domain, &local)?.is_some() {
-                Ok(Ok(()))
-            } else {
-                Ok(Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n")))
-            }
-        })
-        .await;
-    match lookup {
-        Ok(answer) => answer,
-        Err(e) => {
-            tracing::error!(error = %e, "recipient check failed");
-            Err("451 4.3.0 temporary failure, try again later\r\n".into())
-        }
-    }
+/// The receiving side of our MX, with the handles it uses.
+pub struct Receiver {
+    store: Store,
+    tokens: Tokens,
+    dns: Arc<Dns>,
+    /// Our name in Received headers and Authentication-Results.
+    host: String,
+    /// See `config::Smtp::feedback_senders`.
+    feedback_senders: Vec<String>,
+    claimants: Vec<Box<dyn Claimant>>,
 }
 
 /// Where the recipients of one message go.
@@ -98,99 +98,197 @@ struct Routed {
     to_system: bool,
 }
 
-fn route(app: &App, recipients: &[String]) -> Routed {
-    let mut routed = Routed::default();
-    for r in recipients {
-        let (local, domain) = r.rsplit_once('@').unwrap_or((r.as_str(), ""));
-        let domain = domain.to_ascii_lowercase();
-        match system(local) {
-            Some(System::Bounce(tagged)) => {
-                routed.bounce_ids.extend(app.tokens.bounce_id(&tagged, &domain));
-            }
-            Some(_) => routed.to_system = true,
-            None => routed.mailboxes.push(format!("{}@{domain}", local.to_ascii_lowercase())),
+impl Receiver {
+    pub fn new(store: Store, tokens: Tokens, dns: Arc<Dns>, smtp: &crate::config::Smtp) -> Self {
+        Receiver {
+            store,
+            tokens,
+            dns,
+            host: smtp.host().to_owned(),
+            feedback_senders: smtp.feedback_senders.clone(),
+            claimants: Vec::new(),
         }
     }
-    routed
-}
 
-/// Authenticates, parses and stores a message; returns the id of its first stored copy.
-pub async fn accept(app: &App, envelope: Envelope, raw: Vec<u8>) -> Result<String> {
-    let host = app.config.smtp.host().to_owned();
-    let id = new_id("em");
-    let now = now_ms();
-    let authenticator = MessageAuthenticator(app.dns.resolver().clone());
-    let facts = auth::Envelope { ip: envelope.ip, helo: &envelope.helo, mail_from: &envelope.from };
-    let (results, verdict) = auth::authenticate(&authenticator, facts, &raw, &host).await;
-    let received = format!(
-        "Received: from {} ({}) by {host} with {} id {id}; {}\r\n",
-        sanitize(&envelope.helo),
-        envelope.ip,
-        if envelope.tls { "ESMTPS" } else { "ESMTP" },
-        rfc2822_date(now)
-    );
-    let mut full = Vec::with_capacity(received.len() + results.len() + raw.len());
-    full.extend_from_slice(received.as_bytes());
-    full.extend_from_slice(results.as_bytes());
-    full.extend_from_slice(&raw);
-    drop(raw);
-    let seen = inspect(&full, now).ok_or_else(|| Error::invalid("unparseable message", ""))?;
-    if let Some(id) =
-        crate::warmup::receive::take(app, &envelope.recipients, &seen, &verdict, &full, now).await?
-    {
-        return Ok(id);
+    /// Offers received mail to `claimant` before the inbox.
+    pub fn register(&mut self, claimant: Box<dyn Claimant>) {
+        self.claimants.push(claimant);
     }
-    let routed = route(app, &envelope.recipients);
-    let Inspected { email: template, failures, complaint, referenced, unsubscribe_token, parents } =
-        seen;
-    let unsubscribe_token = unsubscribe_token.filter(|_| routed.to_system);
-    if routed.to_system
-        && routed.mailboxes.is_empty()
-        && complaint.is_none()
-        && unsubscribe_token.is_none()
-    {
-        // The subject is left out: it may carry an unsubscribe token, which names a recipient.
-        tracing::info!(from = %envelope.from,
-            "mail to a system address (postmaster/abuse/unsubscribe) without a report; not stored");
-    }
-    let complaint = complaint.filter(|_| {
-        let trusted =
-            verdict.aligned() || verdict.authenticated_by(&app.config.smtp.feedback_senders);
-        if !trusted {
-            tracing::warn!(from = %envelope.from, ip = %envelope.ip,
-                "complaint report ignored: not authenticated for its From domain");
+
+    /// The RCPT TO decision: `Err` carries the SMTP reply.
+    pub async fn check_recipient(&self, address: &str) -> std::result::Result<(), String> {
+        let Some((local, domain)) = address.rsplit_once('@') else {
+            return Err("501 5.1.3 recipient must be a full address\r\n".into());
+        };
+        let (local, domain) = (local.to_ascii_lowercase(), domain.to_ascii_lowercase());
+        let is_system = match system(&local) {
+            // A bounce address we never issued is refused here, before any data is taken.
+            Some(System::Bounce(tagged)) => {
+                if self.tokens.bounce_id(&tagged, &domain).is_none() {
+                    return Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n"));
+                }
+                true
+            }
+            Some(_) => true,
+            None => false,
+        };
+        let lookup = self
+            .store
+            .read(move |r| {
+                if !r.hosts(&domain)? {
+                    return Ok(Err(format!(
+                        "550 5.7.1 relaying denied: {domain} is not hosted here\r\n"
+                    )));
+                }
+                if is_system || r.mailbox(&domain, &local)?.is_some() {
+                    Ok(Ok(()))
+                } else {
+                    Ok(Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n")))
+                }
+            })
+            .await;
+        match lookup {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::error!(error = %e, "recipient check failed");
+                Err("451 4.3.0 temporary failure, try again later\r\n".into())
+            }
         }
-        trusted
-    });
-    let copies: Vec<Email> = routed
-        .mailboxes
-        .iter()
-        .enumerate()
-        .map(|(i, mailbox)| {
-            let mut copy = template.clone();
-            copy.summary.id = if i == 0 { id.clone() } else { new_id("em") };
-            copy.summary.mailbox = mailbox.clone();
-            copy
-        })
-        .collect();
-    let unsubscribe =
-        unsubscribe_token.and_then(|t| app.tokens.open(crate::tracking::Kind::Unsubscribe, &t));
-    let reports = Reports {
-        bounce_ids: routed.bounce_ids,
-        // A report that reached another address names its message only by Message-ID, which is
-        // no secret: it counts only when its sender authenticated for its From domain.
-        referenced: if verdict.aligned() { referenced } else { Vec::new() },
-        failures,
-        complaint,
-        unsubscribe,
-    };
-    app.store
-        .write(move |w| {
-            link_reply(w, &parents, &mut { copies }, &full)?;
-            reports.apply(w, now)
-        })
-        .await?;
-    Ok(id)
+    }
+
+    fn route(&self, recipients: &[String]) -> Routed {
+        let mut routed = Routed::default();
+        for r in recipients {
+            let (local, domain) = r.rsplit_once('@').unwrap_or((r.as_str(), ""));
+            let domain = domain.to_ascii_lowercase();
+            match system(local) {
+                Some(System::Bounce(tagged)) => {
+                    routed.bounce_ids.extend(self.tokens.bounce_id(&tagged, &domain));
+                }
+                Some(_) => routed.to_system = true,
+                None => routed.mailboxes.push(format!("{}@{domain}", local.to_ascii_lowercase())),
+            }
+        }
+        routed
+    }
+
+    /// Authenticates, parses and stores a message; returns the id of its first stored copy.
+    pub async fn accept(&self, envelope: Envelope, raw: Vec<u8>) -> Result<String> {
+        let id = new_id("em");
+        let now = now_ms();
+        let (full, verdict) = self.stamp(&envelope, raw, &id, now).await;
+        let seen = inspect(&full, now).ok_or_else(|| Error::invalid("unparseable message", ""))?;
+        let arrival = Arrival {
+            recipients: &envelope.recipients,
+            seen: &seen,
+            verdict: &verdict,
+            raw: &full,
+            now,
+        };
+        for claimant in &self.claimants {
+            if let Some(id) = claimant.claim(&arrival).await? {
+                return Ok(id);
+            }
+        }
+        let (copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
+        self.store
+            .write(move |w| {
+                link_reply(w, &parents, &mut { copies }, &full)?;
+                reports.apply(w, now)
+            })
+            .await?;
+        Ok(id)
+    }
+
+    /// The message with our Received and Authentication-Results headers on top, and what
+    /// authentication proved.
+    async fn stamp(
+        &self,
+        envelope: &Envelope,
+        raw: Vec<u8>,
+        id: &str,
+        now: u64,
+    ) -> (Vec<u8>, Verdict) {
+        let host = &self.host;
+        let authenticator = MessageAuthenticator(self.dns.resolver().clone());
+        let facts =
+            auth::Envelope { ip: envelope.ip, helo: &envelope.helo, mail_from: &envelope.from };
+        let (results, verdict) = auth::authenticate(&authenticator, facts, &raw, host).await;
+        let received = format!(
+            "Received: from {} ({}) by {host} with {} id {id}; {}\r\n",
+            sanitize(&envelope.helo),
+            envelope.ip,
+            if envelope.tls { "ESMTPS" } else { "ESMTP" },
+            rfc2822_date(now)
+        );
+        let mut full = Vec::with_capacity(received.len() + results.len() + raw.len());
+        full.extend_from_slice(received.as_bytes());
+        full.extend_from_slice(results.as_bytes());
+        full.extend_from_slice(&raw);
+        (full, verdict)
+    }
+
+    /// The inbox copies of a message nobody claimed, what it reports about mail we sent, and
+    /// the Message-IDs it answers.
+    fn inbox(
+        &self,
+        envelope: &Envelope,
+        seen: Inspected,
+        verdict: &Verdict,
+        id: &str,
+    ) -> (Vec<Email>, Reports, Vec<String>) {
+        let routed = self.route(&envelope.recipients);
+        let Inspected {
+            email: template,
+            failures,
+            complaint,
+            referenced,
+            unsubscribe_token,
+            parents,
+        } = seen;
+        let unsubscribe_token = unsubscribe_token.filter(|_| routed.to_system);
+        if routed.to_system
+            && routed.mailboxes.is_empty()
+            && complaint.is_none()
+            && unsubscribe_token.is_none()
+        {
+            // The subject is left out: it may carry an unsubscribe token, which names a recipient.
+            tracing::info!(from = %envelope.from,
+                "mail to a system address (postmaster/abuse/unsubscribe) without a report; not stored");
+        }
+        let complaint = complaint.filter(|_| {
+            let trusted = verdict.aligned() || verdict.authenticated_by(&self.feedback_senders);
+            if !trusted {
+                tracing::warn!(from = %envelope.from, ip = %envelope.ip,
+                    "complaint report ignored: not authenticated for its From domain");
+            }
+            trusted
+        });
+        let copies: Vec<Email> = routed
+            .mailboxes
+            .iter()
+            .enumerate()
+            .map(|(i, mailbox)| {
+                let mut copy = template.clone();
+                copy.summary.id = if i == 0 { id.to_owned() } else { new_id("em") };
+                copy.summary.mailbox = mailbox.clone();
+                copy
+            })
+            .collect();
+        let unsubscribe = unsubscribe_token
+            .and_then(|t| self.tokens.open(crate::tracking::Kind::Unsubscribe, &t));
+        let reports = Reports {
+            bounce_ids: routed.bounce_ids,
+            // A report that reached another address names its message only by Message-ID,
+            // which is no secret: it counts only when its sender authenticated for its From
+            // domain.
+            referenced: if verdict.aligned() { referenced } else { Vec::new() },
+            failures,
+            complaint,
+            unsubscribe,
+        };
+        (copies, reports, parents)
+    }
 }
 
 /// Links copies of a reply to the message of ours it answers, then stores them.
@@ -247,129 +345,6 @@ impl Reports {
         }
         Ok(())
     }
-}
-
-/// What a received message says, read without side effects (and fuzzed as such).
-pub struct Inspected {
-    /// The stored form; the mailbox and id are filled in per copy.
-    pub email: Email,
-    /// Permanent failures, when the message is a DSN.
-    pub failures: Vec<report::Failure>,
-    /// The complained-about recipient, when it is an ARF report.
-    pub complaint: Option<String>,
-    /// Message-IDs a report refers to.
-    pub referenced: Vec<String>,
-    /// The token of a mailto: unsubscribe.
-    pub unsubscribe_token: Option<String>,
-    /// Message-IDs the message answers (In-Reply-To, then References, newest first).
-    pub parents: Vec<String>,
-}
-
-/// Parses a received message (already carrying our trace headers) into what we act on.
-pub fn inspect(raw: &[u8], now: u64) -> Option<Inspected> {
-    let message = MessageParser::default().parse(raw)?;
-    Some(Inspected {
-        email: parse_email(&message, raw.len() as u64, now),
-        failures: report::dsn_failures(&message),
-        complaint: report::complaint(&message),
-        referenced: report::referenced_message_ids(&message),
-        unsubscribe_token: unsubscribe_token(&message),
-        parents: references(&message),
-    })
-}
-
-/// The email as stored for a mailbox (the mailbox and id are filled in per copy).
-fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
-    let addresses = |a: Option<&mail_parser::Address<'_>>| -> Vec<String> {
-        a.map(|a| a.iter().filter_map(|x| x.address().map(str::to_owned)).collect())
-            .unwrap_or_default()
-    };
-    let from = message
-        .from()
-        .and_then(|a| a.first())
-        .map(|a| match (a.name(), a.address()) {
-            (Some(name), Some(addr)) => format!("\"{name}\" <{addr}>"),
-            (_, Some(addr)) => addr.to_owned(),
-            (Some(name), None) => name.to_owned(),
-            (None, None) => String::new(),
-        })
-        .unwrap_or_default();
-    let text = message.body_text(0).map(|t| t.into_owned());
-    let html = message.body_html(0).map(|h| h.into_owned());
-    let snippet_source = text
-        .clone()
-        .or_else(|| html.as_deref().map(crate::mail::text::html_to_text))
-        .unwrap_or_default();
-    let attachments: Vec<Attachment> = message
-        .attachments()
-        .map(|p| Attachment {
-            filename: p.attachment_name().map(str::to_owned),
-            content_type: p
-                .content_type()
-                .map(|ct| match ct.subtype() {
-                    Some(sub) => format!("{}/{sub}", ct.ctype()),
-                    None => ct.ctype().to_owned(),
-                })
-                .unwrap_or_else(|| "application/octet-stream".into()),
-            size: p.len() as u64,
-        })
-        .collect();
-    let headers: Vec<Header> = message
-        .headers_raw()
-        .map(|(name, value)| Header { name: name.to_owned(), value: value.trim().to_owned() })
-        .collect();
-    // Folders list mail in the order it arrived; the sender's Date header is kept in `headers`.
-    let created_at = now;
-    Email {
-        summary: Summary {
-            id: String::new(),
-            mailbox: String::new(),
-            folder: Folder::Inbox,
-            from,
-            to: addresses(message.to()),
-            subject: message.subject().unwrap_or("").to_owned(),
-            snippet: crate::mail::text::snippet(&snippet_source),
-            status: MessageStatus::Received,
-            created_at,
-            size,
-            has_attachments: !attachments.is_empty(),
-        },
-        cc: addresses(message.cc()),
-        reply_to: message
-            .reply_to()
-            .and_then(|a| a.first())
-            .and_then(|a| a.address())
-            .map(str::to_owned),
-        message_id: message.message_id().map(|m| format!("<{m}>")),
-        in_reply_to: message.in_reply_to().as_text().map(|m| format!("<{m}>")),
-        headers,
-        text,
-        html,
-        attachments,
-        ..Email::default()
-    }
-}
-
-/// The Message-IDs a message answers: In-Reply-To, then References from the newest.
-fn references(message: &Message<'_>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut push = |v: &mail_parser::HeaderValue<'_>| {
-        if let Some(list) = v.as_text_list() {
-            out.extend(list.iter().rev().map(|m| format!("<{m}>")));
-        } else if let Some(one) = v.as_text() {
-            out.push(format!("<{one}>"));
-        }
-    };
-    push(message.in_reply_to());
-    push(message.references());
-    out
-}
-
-/// The token in a List-Unsubscribe mailto: subject (`unsubscribe <token>`).
-fn unsubscribe_token(message: &Message<'_>) -> Option<String> {
-    let subject = message.subject()?.trim();
-    let token = subject.strip_prefix("unsubscribe").unwrap_or(subject).trim();
-    (!token.is_empty()).then(|| token.to_owned())
 }
 
 fn sanitize(helo: &str) -> String {

@@ -1,38 +1,59 @@
-//! One inbound SMTP session (RFC 5321), generic over the stream so the same code runs before and
-//! after STARTTLS. Commands are parsed by smtp-proto; replies to pipelined commands are collected
-//! and written together when the client's input is used up (RFC 2920).
+//! One inbound SMTP session (RFC 5321) as a state machine without I/O: bytes go in with `feed`,
+//! and `next_action` says what to do: write replies, read more, ask whether a recipient is ours, hand
+//! over a message, pause, start TLS or close. Answers to the questions come back through
+//! `recipient_checked` and `delivered`. The caller owns the socket, the clocks and the mail
+//! system; the session owns the protocol, so it can be driven by a test as well as by a socket.
+//!
+//! Replies to pipelined commands are collected and handed out in one write when the input is
+//! used up (RFC 2920).
 
-use std::borrow::Cow;
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
-use smtp_proto::request::receiver::RequestReceiver;
-use smtp_proto::{Error as ProtoError, Request};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::command::{CommandReader, Step, Tls, Transaction, command, syntax_reply};
 use super::data::{Budget, DataReader};
+use crate::config::Smtp;
 
-use crate::state::App;
-
-/// How a session ended.
-pub enum End {
-    Closed,
-    /// The client asked for TLS; the caller upgrades the stream and calls `run` again.
-    StartTls,
-}
-
-/// What survives a STARTTLS upgrade: only the peer. RFC 3207 discards all other state.
+/// The client, as far as the session cares.
+#[derive(Debug, Clone, Copy)]
 pub struct Peer {
     pub ip: IpAddr,
-    pub tls: bool,
+    /// Whether STARTTLS can be offered.
     pub tls_available: bool,
 }
 
-#[derive(Default)]
-struct Envelope {
-    helo: Option<String>,
-    from: Option<String>,
-    recipients: Vec<String>,
+/// The envelope of a message handed over at the end of DATA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    pub ip: IpAddr,
+    pub helo: String,
+    pub from: String,
+    pub recipients: Vec<String>,
+    /// Whether the message came over TLS.
+    pub tls: bool,
+}
+
+/// What the caller does next.
+#[derive(Debug)]
+pub enum Action<'a> {
+    /// Write these bytes and flush them.
+    Write(&'a [u8]),
+    /// Read, then `feed` what came, or call `timed_out` when nothing came within the duration.
+    /// End of input ends the session.
+    Read(Duration),
+    /// Wait this long before going on (refused recipients are slowed down).
+    Pause(Duration),
+    /// Is this recipient ours? Answer with `recipient_checked`.
+    CheckRecipient(String),
+    /// Take this message. Answer with `delivered`.
+    Deliver(Envelope, Vec<u8>),
+    /// The `220` is written; upgrade the stream, then call `secured` and go on.
+    StartTls,
+    /// Everything is written; close the connection.
+    Close,
 }
 
 enum Mode {
@@ -50,390 +71,330 @@ enum Mode {
     },
 }
 
-const TOO_BIG: &str = "552 5.3.4 message exceeds the size limit\r\n";
+/// A question handed out by `next_action` and not answered yet.
+enum Waiting {
+    Recipient(String),
+    /// The message keeps its share of the budget until the mail system has taken it.
+    Delivery(Option<OwnedSemaphorePermit>),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Close,
+    StartTls,
+}
+
+pub(super) const TOO_BIG: &str = "552 5.3.4 message exceeds the size limit\r\n";
 const NO_MEMORY: &str = "452 4.3.1 insufficient system resources, try again later\r\n";
 const BARE_LINE_ENDING: &str =
     "550 5.6.11 bare CR or LF in the message; lines must end with CRLF\r\n";
+const TOO_MANY_ERRORS: &str = "421 4.7.0 too many errors, closing connection\r\n";
+const TIMEOUT: &str = "421 4.4.2 timeout, closing connection\r\n";
+/// The answer to a question left unanswered, and to a message that could not be stored.
+pub const TEMPORARY_FAILURE: &str = "451 4.3.0 temporary failure, try again later\r\n";
 /// Refused recipients answered at once; later ones wait `smtp.error_delay` each.
 const FREE_REFUSALS: usize = 2;
 
-pub async fn run<S>(stream: &mut S, app: &App, peer: &Peer, budget: &Budget) -> std::io::Result<End>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let cfg = &app.config.smtp;
-    let host = cfg.host().to_owned();
-    if !peer.tls {
-        stream.write_all(format!("220 {host} ESMTP edgemail\r\n").as_bytes()).await?;
+pub struct Session {
+    cfg: Arc<Smtp>,
+    peer: Peer,
+    tls: bool,
+    budget: Budget,
+    reader: CommandReader,
+    transaction: Transaction,
+    mode: Mode,
+    /// Bad commands and refused recipients; at `smtp.max_errors` the session ends.
+    errors: usize,
+    refused: usize,
+    /// Input not yet used, from `at`.
+    input: Vec<u8>,
+    at: usize,
+    /// Replies not yet handed out; `sent` once `next_action` has handed them out.
+    out: Vec<u8>,
+    sent: bool,
+    ask: Option<Action<'static>>,
+    waiting: Option<Waiting>,
+    pause: Option<Duration>,
+    end: Option<End>,
+}
+
+impl Session {
+    /// A session whose first action writes the greeting.
+    pub fn new(cfg: Arc<Smtp>, peer: Peer, budget: Budget) -> Session {
+        let greeting = format!("220 {} ESMTP edgemail\r\n", cfg.host());
+        Session {
+            cfg,
+            peer,
+            tls: false,
+            budget,
+            reader: CommandReader::default(),
+            transaction: Transaction::default(),
+            mode: Mode::Commands,
+            errors: 0,
+            refused: 0,
+            input: Vec::new(),
+            at: 0,
+            out: greeting.into_bytes(),
+            sent: false,
+            ask: None,
+            waiting: None,
+            pause: None,
+            end: None,
+        }
     }
-    let mut env = Envelope::default();
-    let mut mode = Mode::Commands;
-    let mut reader = CommandReader::default();
-    let mut errors = 0usize;
-    let mut refused = 0usize;
-    let mut input = vec![0u8; 16 * 1024];
-    let mut out = Vec::with_capacity(1024);
-    loop {
-        let timeout = match mode {
-            Mode::Commands => cfg.command_timeout,
-            _ => cfg.data_timeout,
+
+    /// Starts over on the secured stream: RFC 3207 discards everything learnt before, including
+    /// input pipelined after STARTTLS. No greeting; the client speaks first.
+    pub fn secured(&mut self) {
+        let (cfg, budget) = (self.cfg.clone(), self.budget.clone());
+        *self = Session::new(cfg, self.peer, budget);
+        self.out.clear();
+        self.tls = true;
+    }
+
+    /// Input from the client. Ignored once the session is ending.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.reclaim();
+        if self.end.is_some() {
+            return;
+        }
+        self.input.extend_from_slice(bytes);
+    }
+
+    /// No input came in time: a last reply, then close.
+    pub fn timed_out(&mut self) {
+        self.reclaim();
+        self.out.extend_from_slice(TIMEOUT.as_bytes());
+        self.end = Some(End::Close);
+    }
+
+    /// The answer to `CheckRecipient`: `Err` carries the reply that refuses the recipient.
+    pub fn recipient_checked(&mut self, answer: Result<(), String>) {
+        self.reclaim();
+        let address = match self.waiting.take() {
+            Some(Waiting::Recipient(address)) => address,
+            other => {
+                self.waiting = other;
+                return;
+            }
         };
-        let n = match tokio::time::timeout(timeout, stream.read(&mut input)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => return Ok(End::Closed),
-            Ok(Ok(n)) => n,
-            Err(_) => {
-                let _ = stream.write_all(b"421 4.4.2 timeout, closing connection\r\n").await;
-                return Ok(End::Closed);
+        match answer {
+            Ok(()) => {
+                let known = &mut self.transaction.recipients;
+                if !known.iter().any(|r| r.eq_ignore_ascii_case(&address)) {
+                    known.push(address);
+                }
+                self.out.extend_from_slice(b"250 2.1.5 recipient ok\r\n");
             }
-        };
-        let mut bytes = input[..n].iter();
-        loop {
-            match &mut mode {
-                Mode::Data { reader, message, held } => {
-                    let done = reader.ingest(&mut bytes, message, true);
-                    let refusal = if message.len() > cfg.max_message_size {
-                        Some(TOO_BIG)
-                    } else if !budget.cover(held, message.len()) {
-                        Some(NO_MEMORY)
-                    } else {
-                        None
-                    };
-                    if let Some(reply) = refusal {
-                        if done {
-                            out.extend_from_slice(reply.as_bytes());
-                            mode = Mode::Commands;
-                            env.from = None;
-                            env.recipients.clear();
-                        } else {
-                            // Read the rest without keeping it, then refuse.
-                            let reader = std::mem::take(reader);
-                            mode = Mode::Discard { reader, reply };
-                        }
-                        continue;
-                    }
-                    if !done {
-                        break;
-                    }
-                    let bare = reader.bare_line_ending();
-                    let message = std::mem::take(message);
-                    let held = held.take();
-                    mode = Mode::Commands;
-                    if bare {
-                        errors += 1;
-                        out.extend_from_slice(BARE_LINE_ENDING.as_bytes());
-                    } else {
-                        let reply = deliver(app, peer, &env, message).await;
-                        out.extend_from_slice(reply.as_bytes());
-                    }
-                    drop(held);
-                    env.from = None;
-                    env.recipients.clear();
+            // Counted like bad commands and slowed down: refused recipients are how addresses
+            // are harvested.
+            Err(reply) if reply.starts_with('5') => {
+                self.refused += 1;
+                if self.refused > FREE_REFUSALS {
+                    self.pause = Some(self.cfg.error_delay);
                 }
-                Mode::Discard { reader, reply } => {
-                    if !reader.ingest(&mut bytes, &mut Vec::new(), false) {
-                        break;
-                    }
-                    out.extend_from_slice(reply.as_bytes());
-                    mode = Mode::Commands;
-                    env.from = None;
-                    env.recipients.clear();
-                }
-                Mode::Commands => {
-                    let request = match reader.next(&mut bytes) {
-                        None => break,
-                        Some(Ok(request)) => request,
-                        Some(Err(e)) => {
-                            errors += 1;
-                            out.extend_from_slice(syntax_reply(&e).as_bytes());
-                            if errors >= cfg.max_errors {
-                                out.extend_from_slice(
-                                    b"421 4.7.0 too many errors, closing connection\r\n",
-                                );
-                                stream.write_all(&out).await?;
-                                return Ok(End::Closed);
-                            }
-                            continue;
-                        }
-                    };
-                    match command(app, peer, &host, &mut env, request).await {
-                        Step::Reply(reply) => out.extend_from_slice(reply.as_bytes()),
-                        Step::Refused(reply) => {
-                            // Counted like bad commands and slowed down: refused recipients are
-                            // how addresses are harvested.
-                            refused += 1;
-                            errors += 1;
-                            if refused > FREE_REFUSALS {
-                                tokio::time::sleep(cfg.error_delay).await;
-                            }
-                            out.extend_from_slice(reply.as_bytes());
-                            if errors >= cfg.max_errors {
-                                out.extend_from_slice(
-                                    b"421 4.7.0 too many errors, closing connection\r\n",
-                                );
-                                stream.write_all(&out).await?;
-                                return Ok(End::Closed);
-                            }
-                        }
-                        Step::Error(reply) => {
-                            errors += 1;
-                            out.extend_from_slice(reply.as_bytes());
-                            if errors >= cfg.max_errors {
-                                out.extend_from_slice(
-                                    b"421 4.7.0 too many errors, closing connection\r\n",
-                                );
-                                stream.write_all(&out).await?;
-                                return Ok(End::Closed);
-                            }
-                        }
-                        Step::Data => {
-                            out.extend_from_slice(b"354 end data with <CR><LF>.<CR><LF>\r\n");
-                            mode = Mode::Data {
-                                reader: DataReader::default(),
-                                message: Vec::with_capacity(8192),
-                                held: None,
-                            };
-                        }
-                        Step::StartTls => {
-                            out.extend_from_slice(b"220 2.0.0 ready to start TLS\r\n");
-                            stream.write_all(&out).await?;
-                            // Anything pipelined after STARTTLS is discarded (RFC 3207 section 6).
-                            return Ok(End::StartTls);
-                        }
-                        Step::Quit => {
-                            out.extend_from_slice(
-                                format!("221 2.0.0 {host} closing connection\r\n").as_bytes(),
-                            );
-                            stream.write_all(&out).await?;
-                            return Ok(End::Closed);
-                        }
-                    }
-                }
+                self.error(&reply);
             }
-        }
-        if !out.is_empty() {
-            stream.write_all(&out).await?;
-            stream.flush().await?;
-            out.clear();
+            Err(reply) => self.out.extend_from_slice(reply.as_bytes()),
         }
     }
-}
 
-/// Commands out of a byte stream: smtp-proto's parser, plus skipping the remainder of a line
-/// that was too long (it must not be read as commands of its own).
-#[derive(Default)]
-pub struct CommandReader {
-    receiver: RequestReceiver,
-    skip_line: bool,
-}
-
-impl CommandReader {
-    /// The next command or syntax error in `bytes`; `None` when more input is needed.
-    pub fn next<'this, 'bytes, 'out>(
-        &'this mut self,
-        bytes: &mut std::slice::Iter<'bytes, u8>,
-    ) -> Option<Result<Request<Cow<'out, str>>, ProtoError>>
-    where
-        'this: 'out,
-        'bytes: 'out,
-    {
-        if self.skip_line {
-            let rest = bytes.as_slice();
-            let at = rest.iter().position(|b| *b == b'\n')?;
-            *bytes = rest[at + 1..].iter();
-            self.skip_line = false;
-        }
-        match self.receiver.ingest(bytes) {
-            Err(ProtoError::NeedsMoreData { .. }) => None,
-            Err(e) => {
-                self.skip_line = matches!(e, ProtoError::ResponseTooLong);
-                Some(Err(e))
+    /// The answer to `Deliver`: the reply to the end of the message.
+    pub fn delivered(&mut self, reply: &str) {
+        self.reclaim();
+        match self.waiting.take() {
+            Some(Waiting::Delivery(held)) => drop(held),
+            other => {
+                self.waiting = other;
+                return;
             }
-            Ok(request) => Some(Ok(request)),
+        }
+        self.out.extend_from_slice(reply.as_bytes());
+        self.transaction.reset();
+    }
+
+    /// What to do next. A question left unanswered gets a temporary failure.
+    pub fn next_action(&mut self) -> Action<'_> {
+        match self.advance() {
+            Some(action) => action,
+            None => Action::Write(&self.out),
         }
     }
-}
 
-/// Feeds `data` to a command reader in pieces of `chunk` bytes, as a network would deliver it,
-/// and returns the reply each syntax error gets (the fuzz target checks this never panics).
-pub fn replies_to(data: &[u8], chunk: usize) -> Vec<String> {
-    let mut reader = CommandReader::default();
-    let mut out = Vec::new();
-    for piece in data.chunks(chunk.max(1)) {
-        let mut bytes = piece.iter();
-        loop {
-            match reader.next(&mut bytes) {
-                None => break,
-                Some(Ok(request)) => out.push(request.name().to_owned()),
-                Some(Err(e)) => out.push(syntax_reply(&e)),
+    /// The next action; `None` for writing `out`.
+    fn advance(&mut self) -> Option<Action<'static>> {
+        self.reclaim();
+        if let Some(ask) = self.ask.take() {
+            return Some(ask);
+        }
+        match self.waiting {
+            Some(Waiting::Recipient(_)) => self.recipient_checked(Err(TEMPORARY_FAILURE.into())),
+            Some(Waiting::Delivery(_)) => self.delivered(TEMPORARY_FAILURE),
+            None => {}
+        }
+        if let Some(pause) = self.pause.take() {
+            return Some(Action::Pause(pause));
+        }
+        if self.end.is_none() {
+            self.run();
+            if let Some(ask) = self.ask.take() {
+                return Some(ask);
             }
-            if bytes.as_slice().is_empty() {
+        }
+        if !self.out.is_empty() {
+            self.sent = true;
+            return None;
+        }
+        Some(match self.end {
+            Some(End::Close) => Action::Close,
+            Some(End::StartTls) => Action::StartTls,
+            None => Action::Read(match self.mode {
+                Mode::Commands => self.cfg.command_timeout,
+                _ => self.cfg.data_timeout,
+            }),
+        })
+    }
+
+    /// Forgets replies already handed out.
+    fn reclaim(&mut self) {
+        if self.sent {
+            self.out.clear();
+            self.sent = false;
+        }
+    }
+
+    /// Uses input until it runs out, a question is asked or the session ends.
+    fn run(&mut self) {
+        let input = std::mem::take(&mut self.input);
+        let mut bytes = input[self.at..].iter();
+        while self.end.is_none() && self.ask.is_none() {
+            if !self.step(&mut bytes) {
+                // The readers keep what they need of an unfinished command or message.
+                bytes = [].iter();
                 break;
             }
         }
+        self.at = input.len() - bytes.as_slice().len();
+        self.input = input;
+        if self.end.is_some() || self.at == self.input.len() {
+            self.input.clear();
+            self.at = 0;
+        }
     }
-    out
-}
 
-enum Step {
-    Reply(String),
-    /// A recipient refused for good (5xx): counted and slowed down.
-    Refused(String),
-    Error(String),
-    Data,
-    StartTls,
-    Quit,
-}
-
-fn syntax_reply(e: &ProtoError) -> String {
-    match e {
-        ProtoError::UnknownCommand => "500 5.5.2 command not recognized\r\n".into(),
-        ProtoError::ResponseTooLong => "500 5.5.2 line too long\r\n".into(),
-        ProtoError::InvalidSenderAddress => "501 5.1.7 invalid sender address\r\n".into(),
-        ProtoError::InvalidRecipientAddress => "501 5.1.3 invalid recipient address\r\n".into(),
-        ProtoError::SyntaxError { syntax } => format!("501 5.5.4 syntax: {syntax}\r\n"),
-        ProtoError::InvalidParameter { param } => {
-            format!("501 5.5.4 invalid parameter {param}\r\n")
-        }
-        ProtoError::UnsupportedParameter { param } => {
-            format!(
-                "504 5.5.4 unsupported parameter {}\r\n",
-                param.chars().take(40).collect::<String>()
-            )
-        }
-        _ => "500 5.5.2 syntax error\r\n".into(),
-    }
-}
-
-async fn command(
-    app: &App,
-    peer: &Peer,
-    host: &str,
-    env: &mut Envelope,
-    request: Request<Cow<'_, str>>,
-) -> Step {
-    let cfg = &app.config.smtp;
-    match request {
-        Request::Ehlo { host: client } => {
-            *env = Envelope { helo: Some(client.into_owned()), ..Envelope::default() };
-            let mut reply = format!(
-                "250-{host} greets you\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250-SIZE {}\r\n",
-                cfg.max_message_size
-            );
-            if peer.tls_available && !peer.tls {
-                reply.push_str("250-STARTTLS\r\n");
-            }
-            reply.push_str("250 ENHANCEDSTATUSCODES\r\n");
-            Step::Reply(reply)
-        }
-        Request::Helo { host: client } => {
-            *env = Envelope { helo: Some(client.into_owned()), ..Envelope::default() };
-            Step::Reply(format!("250 {host}\r\n"))
-        }
-        Request::Lhlo { .. } => Step::Error("500 5.5.1 this is SMTP, not LMTP\r\n".into()),
-        Request::Mail { from } => {
-            if env.helo.is_none() {
-                return Step::Error("503 5.5.1 say EHLO first\r\n".into());
-            }
-            if env.from.is_some() {
-                return Step::Error("503 5.5.1 a transaction is already open\r\n".into());
-            }
-            if from.size > cfg.max_message_size {
-                return Step::Reply("552 5.3.4 message exceeds the size limit\r\n".into());
-            }
-            env.from = Some(from.address.into_owned());
-            Step::Reply("250 2.1.0 sender ok\r\n".into())
-        }
-        Request::Rcpt { to } => {
-            if env.from.is_none() {
-                return Step::Error("503 5.5.1 MAIL first\r\n".into());
-            }
-            if env.recipients.len() >= cfg.max_recipients {
-                return Step::Reply("452 4.5.3 too many recipients\r\n".into());
-            }
-            let address = to.address.into_owned();
-            match crate::inbound::check_recipient(app, &address).await {
-                Ok(()) => {
-                    if !env.recipients.iter().any(|r| r.eq_ignore_ascii_case(&address)) {
-                        env.recipients.push(address);
+    /// Uses input for one command or one piece of message data; `false` when more is needed.
+    fn step(&mut self, bytes: &mut std::slice::Iter<'_, u8>) -> bool {
+        match &mut self.mode {
+            Mode::Data { reader, message, held } => {
+                let done = reader.ingest(bytes, message, true);
+                let refusal = if message.len() > self.cfg.max_message_size {
+                    Some(TOO_BIG)
+                } else if !self.budget.cover(held, message.len()) {
+                    Some(NO_MEMORY)
+                } else {
+                    None
+                };
+                if let Some(reply) = refusal {
+                    if done {
+                        self.out.extend_from_slice(reply.as_bytes());
+                        self.mode = Mode::Commands;
+                        self.transaction.reset();
+                    } else {
+                        // Read the rest without keeping it, then refuse.
+                        let reader = std::mem::take(reader);
+                        self.mode = Mode::Discard { reader, reply };
                     }
-                    Step::Reply("250 2.1.5 recipient ok\r\n".into())
+                    return true;
                 }
-                Err(reply) if reply.starts_with('5') => Step::Refused(reply),
-                Err(reply) => Step::Reply(reply),
+                if !done {
+                    return false;
+                }
+                let bare = reader.bare_line_ending();
+                let message = std::mem::take(message);
+                let held = held.take();
+                self.mode = Mode::Commands;
+                if bare {
+                    self.errors += 1;
+                    self.out.extend_from_slice(BARE_LINE_ENDING.as_bytes());
+                    self.transaction.reset();
+                } else {
+                    let envelope = Envelope {
+                        ip: self.peer.ip,
+                        helo: self.transaction.helo.clone().unwrap_or_default(),
+                        from: self.transaction.from.take().unwrap_or_default(),
+                        recipients: std::mem::take(&mut self.transaction.recipients),
+                        tls: self.tls,
+                    };
+                    self.ask = Some(Action::Deliver(envelope, message));
+                    self.waiting = Some(Waiting::Delivery(held));
+                }
+                true
+            }
+            Mode::Discard { reader, reply } => {
+                if !reader.ingest(bytes, &mut Vec::new(), false) {
+                    return false;
+                }
+                self.out.extend_from_slice(reply.as_bytes());
+                self.mode = Mode::Commands;
+                self.transaction.reset();
+                true
+            }
+            Mode::Commands => {
+                let tls = self.offers_tls();
+                let step = match self.reader.next(bytes) {
+                    None => return false,
+                    Some(Ok(request)) => command(&self.cfg, tls, &mut self.transaction, request),
+                    Some(Err(e)) => Step::Error(syntax_reply(&e)),
+                };
+                self.apply(step);
+                true
             }
         }
-        Request::Data => {
-            if env.from.is_none() {
-                Step::Error("503 5.5.1 MAIL first\r\n".into())
-            } else if env.recipients.is_empty() {
-                Step::Error("554 5.5.1 no valid recipients\r\n".into())
-            } else {
-                Step::Data
+    }
+
+    fn offers_tls(&self) -> Tls {
+        match (self.tls, self.peer.tls_available) {
+            (true, _) => Tls::Active,
+            (false, true) => Tls::Offered,
+            (false, false) => Tls::Unavailable,
+        }
+    }
+
+    fn apply(&mut self, step: Step) {
+        match step {
+            Step::Reply(reply) => self.out.extend_from_slice(reply.as_bytes()),
+            Step::Error(reply) => self.error(&reply),
+            Step::Check(address) => {
+                self.ask = Some(Action::CheckRecipient(address.clone()));
+                self.waiting = Some(Waiting::Recipient(address));
+            }
+            Step::Data => {
+                self.out.extend_from_slice(b"354 end data with <CR><LF>.<CR><LF>\r\n");
+                self.mode = Mode::Data {
+                    reader: DataReader::default(),
+                    message: Vec::with_capacity(8192),
+                    held: None,
+                };
+            }
+            Step::StartTls => {
+                self.out.extend_from_slice(b"220 2.0.0 ready to start TLS\r\n");
+                self.end = Some(End::StartTls);
+            }
+            Step::Quit => {
+                let bye = format!("221 2.0.0 {} closing connection\r\n", self.cfg.host());
+                self.out.extend_from_slice(bye.as_bytes());
+                self.end = Some(End::Close);
             }
         }
-        Request::Rset => {
-            env.from = None;
-            env.recipients.clear();
-            Step::Reply("250 2.0.0 reset\r\n".into())
-        }
-        Request::Noop { .. } => Step::Reply("250 2.0.0 ok\r\n".into()),
-        Request::Vrfy { .. } => {
-            Step::Reply("252 2.5.0 cannot verify, but will accept and attempt delivery\r\n".into())
-        }
-        Request::Quit => Step::Quit,
-        Request::StartTls if peer.tls => Step::Error("503 5.5.1 TLS is already active\r\n".into()),
-        Request::StartTls if !peer.tls_available => {
-            Step::Error("502 5.5.1 STARTTLS not available\r\n".into())
-        }
-        Request::StartTls => Step::StartTls,
-        Request::Auth { .. } => {
-            Step::Error("502 5.5.1 AUTH is not offered on this port\r\n".into())
-        }
-        Request::Bdat { .. } => Step::Error("502 5.5.1 CHUNKING is not offered\r\n".into()),
-        _ => Step::Error("502 5.5.2 command not implemented\r\n".into()),
-    }
-}
-
-async fn deliver(app: &App, peer: &Peer, env: &Envelope, message: Vec<u8>) -> String {
-    let envelope = crate::inbound::Envelope {
-        ip: peer.ip,
-        helo: env.helo.clone().unwrap_or_default(),
-        from: env.from.clone().unwrap_or_default(),
-        recipients: env.recipients.clone(),
-        tls: peer.tls,
-    };
-    match crate::inbound::accept(app, envelope, message).await {
-        Ok(id) => format!("250 2.0.0 queued as {id}\r\n"),
-        Err(e) => {
-            tracing::error!(error = %e, "inbound message not stored");
-            "451 4.3.0 temporary failure, try again later\r\n".into()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::replies_to;
-
-    #[test]
-    fn commands_split_anywhere_parse_the_same() {
-        let input = b"EHLO a.example\r\nMAIL FROM:<x@y.example>\r\nRCPT TO:<z@w.example>\r\nDATA\r\nQUIT\r\n";
-        let whole = replies_to(input, input.len());
-        assert_eq!(whole, ["EHLO", "MAIL", "RCPT", "DATA", "QUIT"]);
-        for chunk in [1, 2, 3, 7, 13] {
-            assert_eq!(replies_to(input, chunk), whole, "chunk size {chunk}");
-        }
     }
 
-    #[test]
-    fn the_rest_of_an_overlong_line_is_not_read_as_commands() {
-        let mut input = b"NOOP\r\n".to_vec();
-        input.extend(std::iter::repeat_n(b'a', 9000));
-        input.extend_from_slice(b" QUIT\r\nNOOP\r\n");
-        let replies = replies_to(&input, 1024);
-        assert_eq!(replies.len(), 3, "{replies:?}");
-        assert_eq!(replies[0], "NOOP");
-        assert!(replies[1].starts_with("500 5.5.2 line too long"));
-        assert_eq!(replies[2], "NOOP");
+    /// A reply that counts against `smtp.max_errors`.
+    fn error(&mut self, reply: &str) {
+        self.errors += 1;
+        self.out.extend_from_slice(reply.as_bytes());
+        if self.errors >= self.cfg.max_errors {
+            self.out.extend_from_slice(TOO_MANY_ERRORS.as_bytes());
+            self.end = Some(End::Close);
+        }
     }
 }

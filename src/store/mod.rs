@@ -42,9 +42,12 @@ pub use warmup::Warmup;
 /// Name of the database file inside the data directory.
 pub const DB_FILE: &str = "edgemail.redb";
 
+/// A handle on the database; clones share the file and the writer, so services can each hold
+/// one. `close` stops the writer for every clone.
+#[derive(Clone)]
 pub struct Store {
     db: Arc<Database>,
-    writer: writer::Writer,
+    writer: Arc<writer::Writer>,
     path: PathBuf,
 }
 
@@ -94,7 +97,7 @@ impl Store {
         restrict_file(&path)?;
         migrate::upgrade(&db)?;
         let db = Arc::new(db);
-        let writer = writer::Writer::start(db.clone())?;
+        let writer = Arc::new(writer::Writer::start(db.clone())?);
         Ok(Store { db, writer, path })
     }
 
@@ -149,8 +152,8 @@ impl Store {
         read_on(&self.db, work)
     }
 
-    /// Commits what the writer holds and stops it; later writes answer 503. The file itself is
-    /// released when the last handle is dropped.
+    /// Commits what the writer holds and stops it, for every clone; later writes answer 503. The
+    /// file itself is released when the last clone is dropped.
     pub fn close(&self) {
         self.writer.close();
     }

@@ -16,12 +16,9 @@ pub mod text;
 
 pub use engine::{Deps, run};
 
-use std::time::Duration;
-
 use rand::RngExt;
 use serde::Serialize;
 
-use crate::config::Warmup as Settings;
 use crate::mail::outbound::Outbound;
 use crate::store::{Email, MessageStatus, SendType, Warmup};
 
@@ -239,12 +236,6 @@ fn partner(
     }
     let at = rand::rng().random_range(0..candidates.len());
     candidates.get(at).map(|s| (*s).clone())
-}
-
-/// How long before a reply goes out: random up to `warmup.reply_delay`.
-pub fn reply_delay(config: &Settings) -> Duration {
-    let max = config.reply_delay.as_millis() as u64;
-    Duration::from_millis(if max == 0 { 0 } else { rand::rng().random_range(0..=max) })
 }
 
 #[cfg(test)]

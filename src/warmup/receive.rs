@@ -5,23 +5,34 @@
 //! recipient's reply rate; it counts as landed only with a passing DKIM signature for the
 //! sender's domain. Anything else takes the normal inbound path.
 
+use std::time::Duration;
+
 use rand::RngExt;
 
 use super::{HEADER, compose, key_of, text};
 use crate::error::Result;
 use crate::ids::new_id;
-use crate::inbound::Inspected;
-use crate::inbound::auth::Verdict;
+use crate::inbound::{Arrival, Claim, Claimant};
 use crate::queue::compose::split_display;
-use crate::state::App;
-use crate::store::{Email, Folder, SendType, Wtx};
+use crate::store::{Email, Folder, SendType, Store, Wtx};
+use crate::wake::Wake;
 
 fn header<'a>(email: &'a Email, name: &str) -> Option<&'a str> {
     email.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value.trim())
 }
 
+/// Warmup's claim on received mail, registered with inbound.
+pub struct Arrivals {
+    store: Store,
+    queue: Wake,
+    /// `warmup.peers`, lower-cased.
+    peers: Vec<String>,
+    /// `warmup.reply_delay`: replies wait a random time up to this.
+    reply_delay: Duration,
+}
+
 /// What the receiving side needs, taken from the message before the write.
-struct Arrival {
+struct Candidate {
     marker: String,
     from: String,
     recipients: Vec<String>,
@@ -34,55 +45,68 @@ struct Arrival {
     now: u64,
 }
 
-/// Handles `seen` as warmup traffic when it is; returns the id of its first stored copy, or
-/// `None` when the message is not warmup mail (nothing was written then).
-pub async fn take(
-    app: &App,
-    recipients: &[String],
-    seen: &Inspected,
-    verdict: &Verdict,
-    raw: &[u8],
-    now: u64,
-) -> Result<Option<String>> {
-    let Some(marker) = header(&seen.email, HEADER) else {
-        return Ok(None);
-    };
-    let (_, from) = split_display(&seen.email.summary.from);
-    let from = from.to_ascii_lowercase();
-    let (sender_domain, _) = key_of(&from);
-    let arrival = Arrival {
-        marker: marker.to_owned(),
-        authenticated: verdict.dkim_passes_for(sender_domain),
-        // A peer is recognised by its address only when its own domain signed the message: a
-        // From header alone is whatever the sender typed.
-        peer: app.config.warmup.peers.contains(&from) && verdict.dkim_passes_for(sender_domain),
-        recipients: recipients.iter().map(|r| r.to_ascii_lowercase()).collect(),
-        is_reply: seen.email.in_reply_to.is_some(),
-        parents: seen.parents.clone(),
-        from,
-        email: seen.email.clone(),
-        raw: raw.to_vec(),
-        now,
-    };
-    let delays: Vec<u64> = arrival
-        .recipients
-        .iter()
-        .map(|_| super::reply_delay(&app.config.warmup).as_millis() as u64)
-        .collect();
-    let outcome = app.store.write(move |w| accept(w, arrival, &delays)).await?;
-    Ok(match outcome {
-        Some((id, replies)) => {
-            if replies > 0 {
-                app.queue.wake();
+impl Claimant for Arrivals {
+    fn claim<'a>(&'a self, arrival: &'a Arrival<'a>) -> Claim<'a> {
+        Box::pin(self.take(arrival))
+    }
+}
+
+impl Arrivals {
+    pub fn new(store: Store, queue: Wake, cfg: &crate::config::Warmup) -> Arrivals {
+        Arrivals { store, queue, peers: cfg.peers.clone(), reply_delay: cfg.reply_delay }
+    }
+
+    /// Handles `arrival` as warmup traffic when it is; returns the id of its first stored copy,
+    /// or `None` when the message is not warmup mail (nothing was written then).
+    async fn take(&self, arrival: &Arrival<'_>) -> Result<Option<String>> {
+        let seen = arrival.seen;
+        let Some(marker) = header(&seen.email, HEADER) else {
+            return Ok(None);
+        };
+        let (_, from) = split_display(&seen.email.summary.from);
+        let from = from.to_ascii_lowercase();
+        let (sender_domain, _) = key_of(&from);
+        let signed = arrival.verdict.dkim_passes_for(sender_domain);
+        let candidate = Candidate {
+            marker: marker.to_owned(),
+            authenticated: signed,
+            // A peer is recognised by its address only when its own domain signed the message:
+            // a From header alone is whatever the sender typed.
+            peer: self.peers.contains(&from) && signed,
+            recipients: arrival.recipients.iter().map(|r| r.to_ascii_lowercase()).collect(),
+            is_reply: seen.email.in_reply_to.is_some(),
+            parents: seen.parents.clone(),
+            from,
+            email: seen.email.clone(),
+            raw: arrival.raw.to_vec(),
+            now: arrival.now,
+        };
+        let delays: Vec<u64> = candidate
+            .recipients
+            .iter()
+            .map(|_| reply_delay(self.reply_delay).as_millis() as u64)
+            .collect();
+        let outcome = self.store.write(move |w| accept(w, candidate, &delays)).await?;
+        Ok(match outcome {
+            Some((id, replies)) => {
+                if replies > 0 {
+                    self.queue.wake();
+                }
+                Some(id)
             }
-            Some(id)
-        }
-        None => None,
-    })
+            None => None,
+        })
+    }
+}
+
+/// How long before a reply goes out: random up to `max`.
+fn reply_delay(max: Duration) -> Duration {
+    let max = max.as_millis() as u64;
+    Duration::from_millis(if max == 0 { 0 } else { rand::rng().random_range(0..=max) })
 }
 
 /// Stores, counts and answers an arrival inside one write; `None` when it is not warmup mail.
-fn accept(w: &mut Wtx<'_>, a: Arrival, delays: &[u64]) -> Result<Option<(String, usize)>> {
+fn accept(w: &mut Wtx<'_>, a: Candidate, delays: &[u64]) -> Result<Option<(String, usize)>> {
     if a.recipients.is_empty() {
         return Ok(None);
     }

@@ -49,10 +49,13 @@ fn every_import_points_down_the_lib_map() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
     let order = map(&lib);
-    let rank: HashMap<&str, usize> = order.iter().enumerate().map(|(i, m)| (m.as_str(), i)).collect();
+    let rank: HashMap<&str, usize> =
+        order.iter().enumerate().map(|(i, m)| (m.as_str(), i)).collect();
     let declared: Vec<&str> = lib
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod ").or(l.trim().strip_prefix("pub(crate) mod ")))
+        .filter_map(|l| {
+            l.trim().strip_prefix("pub mod ").or(l.trim().strip_prefix("pub(crate) mod "))
+        })
         .map(|l| l.trim_end_matches(';'))
         .collect();
     for m in &declared {

@@ -21,6 +21,7 @@ mod emails;
 mod errors;
 mod health;
 mod inbound;
+mod layering;
 mod mail_world;
 mod mailboxes;
 mod security;

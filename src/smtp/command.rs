@@ -1,0 +1,234 @@
+//! The command phase: commands out of a byte stream as a network delivers it (smtp-proto's
+//! parser, the rest of an overlong line skipped), the reply each syntax error gets, and what
+//! each command does to the mail transaction.
+
+use std::borrow::Cow;
+
+use smtp_proto::request::receiver::RequestReceiver;
+use smtp_proto::{Error as ProtoError, Request};
+
+use super::session::TOO_BIG;
+use crate::config::Smtp;
+
+/// Commands out of a byte stream: smtp-proto's parser, plus skipping the remainder of a line
+/// that was too long (it must not be read as commands of its own).
+#[derive(Default)]
+pub struct CommandReader {
+    receiver: RequestReceiver,
+    skip_line: bool,
+}
+
+impl CommandReader {
+    /// The next command or syntax error in `bytes`; `None` when more input is needed, all of
+    /// `bytes` then being used up.
+    pub fn next<'this, 'bytes, 'out>(
+        &'this mut self,
+        bytes: &mut std::slice::Iter<'bytes, u8>,
+    ) -> Option<Result<Request<Cow<'out, str>>, ProtoError>>
+    where
+        'this: 'out,
+        'bytes: 'out,
+    {
+        if self.skip_line {
+            let rest = bytes.as_slice();
+            let Some(at) = rest.iter().position(|b| *b == b'\n') else {
+                *bytes = [].iter();
+                return None;
+            };
+            *bytes = rest[at + 1..].iter();
+            self.skip_line = false;
+        }
+        match self.receiver.ingest(bytes) {
+            Err(ProtoError::NeedsMoreData { .. }) => None,
+            Err(e) => {
+                self.skip_line = matches!(e, ProtoError::ResponseTooLong);
+                Some(Err(e))
+            }
+            Ok(request) => Some(Ok(request)),
+        }
+    }
+}
+
+pub fn syntax_reply(e: &ProtoError) -> String {
+    match e {
+        ProtoError::UnknownCommand => "500 5.5.2 command not recognized\r\n".into(),
+        ProtoError::ResponseTooLong => "500 5.5.2 line too long\r\n".into(),
+        ProtoError::InvalidSenderAddress => "501 5.1.7 invalid sender address\r\n".into(),
+        ProtoError::InvalidRecipientAddress => "501 5.1.3 invalid recipient address\r\n".into(),
+        ProtoError::SyntaxError { syntax } => format!("501 5.5.4 syntax: {syntax}\r\n"),
+        ProtoError::InvalidParameter { param } => {
+            format!("501 5.5.4 invalid parameter {param}\r\n")
+        }
+        ProtoError::UnsupportedParameter { param } => {
+            format!(
+                "504 5.5.4 unsupported parameter {}\r\n",
+                param.chars().take(40).collect::<String>()
+            )
+        }
+        _ => "500 5.5.2 syntax error\r\n".into(),
+    }
+}
+
+/// The mail transaction being built, and the greeting it is built under.
+#[derive(Default)]
+pub(super) struct Transaction {
+    pub(super) helo: Option<String>,
+    pub(super) from: Option<String>,
+    pub(super) recipients: Vec<String>,
+}
+
+impl Transaction {
+    /// Ends the mail transaction; the greeting stays.
+    pub(super) fn reset(&mut self) {
+        self.from = None;
+        self.recipients.clear();
+    }
+}
+
+/// STARTTLS is offered only on a plain connection that can be upgraded, and only once.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tls {
+    Unavailable,
+    Offered,
+    Active,
+}
+
+/// Where a command leads.
+pub(super) enum Step {
+    Reply(String),
+    /// Counts against `smtp.max_errors`.
+    Error(String),
+    /// RCPT TO passed the session's own checks; the mail system decides.
+    Check(String),
+    Data,
+    StartTls,
+    Quit,
+}
+
+/// What one command does to the transaction; the recipient itself is judged by the caller's
+/// mail system, through the session.
+pub(super) fn command(
+    cfg: &Smtp,
+    tls: Tls,
+    t: &mut Transaction,
+    request: Request<Cow<'_, str>>,
+) -> Step {
+    let host = cfg.host();
+    match request {
+        Request::Ehlo { host: client } => {
+            *t = Transaction { helo: Some(client.into_owned()), ..Transaction::default() };
+            let mut reply = format!(
+                "250-{host} greets you\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250-SIZE {}\r\n",
+                cfg.max_message_size
+            );
+            if tls == Tls::Offered {
+                reply.push_str("250-STARTTLS\r\n");
+            }
+            reply.push_str("250 ENHANCEDSTATUSCODES\r\n");
+            Step::Reply(reply)
+        }
+        Request::Helo { host: client } => {
+            *t = Transaction { helo: Some(client.into_owned()), ..Transaction::default() };
+            Step::Reply(format!("250 {host}\r\n"))
+        }
+        Request::Lhlo { .. } => Step::Error("500 5.5.1 this is SMTP, not LMTP\r\n".into()),
+        Request::Mail { from } => {
+            if t.helo.is_none() {
+                return Step::Error("503 5.5.1 say EHLO first\r\n".into());
+            }
+            if t.from.is_some() {
+                return Step::Error("503 5.5.1 a transaction is already open\r\n".into());
+            }
+            if from.size > cfg.max_message_size {
+                return Step::Reply(TOO_BIG.into());
+            }
+            t.from = Some(from.address.into_owned());
+            Step::Reply("250 2.1.0 sender ok\r\n".into())
+        }
+        Request::Rcpt { to } => {
+            if t.from.is_none() {
+                return Step::Error("503 5.5.1 MAIL first\r\n".into());
+            }
+            if t.recipients.len() >= cfg.max_recipients {
+                return Step::Reply("452 4.5.3 too many recipients\r\n".into());
+            }
+            Step::Check(to.address.into_owned())
+        }
+        Request::Data => {
+            if t.from.is_none() {
+                Step::Error("503 5.5.1 MAIL first\r\n".into())
+            } else if t.recipients.is_empty() {
+                Step::Error("554 5.5.1 no valid recipients\r\n".into())
+            } else {
+                Step::Data
+            }
+        }
+        Request::Rset => {
+            t.reset();
+            Step::Reply("250 2.0.0 reset\r\n".into())
+        }
+        Request::Noop { .. } => Step::Reply("250 2.0.0 ok\r\n".into()),
+        Request::Vrfy { .. } => {
+            Step::Reply("252 2.5.0 cannot verify, but will accept and attempt delivery\r\n".into())
+        }
+        Request::Quit => Step::Quit,
+        Request::StartTls => match tls {
+            Tls::Active => Step::Error("503 5.5.1 TLS is already active\r\n".into()),
+            Tls::Unavailable => Step::Error("502 5.5.1 STARTTLS not available\r\n".into()),
+            Tls::Offered => Step::StartTls,
+        },
+        Request::Auth { .. } => {
+            Step::Error("502 5.5.1 AUTH is not offered on this port\r\n".into())
+        }
+        Request::Bdat { .. } => Step::Error("502 5.5.1 CHUNKING is not offered\r\n".into()),
+        _ => Step::Error("502 5.5.2 command not implemented\r\n".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `data` in pieces of `chunk` bytes; the name of each command, or the reply each
+    /// syntax error gets.
+    fn replies_to(data: &[u8], chunk: usize) -> Vec<String> {
+        let mut reader = CommandReader::default();
+        let mut out = Vec::new();
+        for piece in data.chunks(chunk.max(1)) {
+            let mut bytes = piece.iter();
+            loop {
+                match reader.next(&mut bytes) {
+                    None => break,
+                    Some(Ok(request)) => out.push(request.name().to_owned()),
+                    Some(Err(e)) => out.push(syntax_reply(&e)),
+                }
+                if bytes.as_slice().is_empty() {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn commands_split_anywhere_parse_the_same() {
+        let input = b"EHLO a.example\r\nMAIL FROM:<x@y.example>\r\nRCPT TO:<z@w.example>\r\nDATA\r\nQUIT\r\n";
+        let whole = replies_to(input, input.len());
+        assert_eq!(whole, ["EHLO", "MAIL", "RCPT", "DATA", "QUIT"]);
+        for chunk in [1, 2, 3, 7, 13] {
+            assert_eq!(replies_to(input, chunk), whole, "chunk size {chunk}");
+        }
+    }
+
+    #[test]
+    fn the_rest_of_an_overlong_line_is_not_read_as_commands() {
+        let mut input = b"NOOP\r\n".to_vec();
+        input.extend(std::iter::repeat_n(b'a', 9000));
+        input.extend_from_slice(b" QUIT\r\nNOOP\r\n");
+        let replies = replies_to(&input, 1024);
+        assert_eq!(replies.len(), 3, "{replies:?}");
+        assert_eq!(replies[0], "NOOP");
+        assert!(replies[1].starts_with("500 5.5.2 line too long"));
+        assert_eq!(replies[2], "NOOP");
+    }
+}

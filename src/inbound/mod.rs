@@ -190,10 +190,10 @@ impl Receiver {
                 return Ok(id);
             }
         }
-        let (copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
+        let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
         self.store
             .write(move |w| {
-                link_reply(w, &parents, &mut { copies }, &full)?;
+                link_reply(w, &parents, &mut { template }, &copies, &full)?;
                 reports.apply(w, now)
             })
             .await?;
@@ -236,7 +236,7 @@ impl Receiver {
         seen: Inspected,
         verdict: &Verdict,
         id: &str,
-    ) -> (Vec<Email>, Reports, Vec<String>) {
+    ) -> (Email, Vec<(String, String)>, Reports, Vec<String>) {
         let routed = self.route(&envelope.recipients);
         let Inspected {
             email: template,
@@ -264,15 +264,13 @@ impl Receiver {
             }
             trusted
         });
-        let copies: Vec<Email> = routed
+        // One template, not a clone per mailbox: a large message would be held once per copy.
+        let copies: Vec<(String, String)> = routed
             .mailboxes
             .iter()
             .enumerate()
             .map(|(i, mailbox)| {
-                let mut copy = template.clone();
-                copy.summary.id = if i == 0 { id.to_owned() } else { new_id("em") };
-                copy.summary.mailbox = mailbox.clone();
-                copy
+                (if i == 0 { id.to_owned() } else { new_id("em") }, mailbox.clone())
             })
             .collect();
         let unsubscribe = unsubscribe_token
@@ -287,12 +285,18 @@ impl Receiver {
             complaint,
             unsubscribe,
         };
-        (copies, reports, parents)
+        (template, copies, reports, parents)
     }
 }
 
 /// Links copies of a reply to the message of ours it answers, then stores them.
-fn link_reply(w: &mut Wtx<'_>, parents: &[String], copies: &mut [Email], raw: &[u8]) -> Result<()> {
+fn link_reply(
+    w: &mut Wtx<'_>,
+    parents: &[String],
+    template: &mut Email,
+    copies: &[(String, String)],
+    raw: &[u8],
+) -> Result<()> {
     let mut reply_of = None;
     for parent in parents {
         if let Some(original) = w.email_for_message_id(parent)? {
@@ -301,12 +305,10 @@ fn link_reply(w: &mut Wtx<'_>, parents: &[String], copies: &mut [Email], raw: &[
         }
     }
     if let Some(original) = &reply_of {
-        for c in copies.iter_mut() {
-            c.in_reply_to_id = Some(original.clone());
-        }
+        template.in_reply_to_id = Some(original.clone());
         w.record_reply(original)?;
     }
-    w.store_received(copies, raw)
+    w.store_copies(template, copies, raw)
 }
 
 /// What a received message reports about mail we sent, already screened for trust.

@@ -72,6 +72,36 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// `store_received` for copies that differ only in id and mailbox: each is written from
+    /// `template` without first being cloned, so a large message's bodies exist once in memory
+    /// however many mailboxes it goes to.
+    pub fn store_copies(
+        &mut self,
+        template: &Email,
+        copies: &[(String, String)],
+        raw: &[u8],
+    ) -> Result<()> {
+        if copies.is_empty() {
+            return Ok(());
+        }
+        let blob = crate::ids::new_id("raw");
+        let bodies_in_blob = decoded_len(template) > INLINE_LIMIT;
+        let mut doc = if bodies_in_blob { without_bodies(template) } else { template.clone() };
+        for (id, mailbox) in copies {
+            doc.summary.id.clone_from(id);
+            doc.summary.mailbox.clone_from(mailbox);
+            self.insert_email(&doc)?;
+            let link = RawRef { blob: blob.clone(), bodies_in_blob };
+            self.tx.open_table(RAW_OF)?.insert(id.as_str(), encode(&link)?.as_slice())?;
+            self.tx.open_table(RAW_REFS)?.insert((blob.as_str(), id.as_str()), ())?;
+        }
+        let mut blobs = self.tx.open_table(RAW_BLOBS)?;
+        for (n, piece) in (0u32..).zip(raw.chunks(CHUNK)) {
+            blobs.insert((blob.as_str(), n), piece)?;
+        }
+        Ok(())
+    }
+
     /// Lets go of the raw message of email `id` (when the email is deleted); the blob goes when
     /// no other copy uses it.
     pub(super) fn release_raw(&mut self, id: &str) -> Result<()> {

@@ -122,18 +122,11 @@ fn accept(w: &mut Wtx<'_>, a: Candidate, delays: &[u64]) -> Result<Option<(Strin
     if !(sent_here || a.peer) {
         return Ok(None);
     }
-    let copies: Vec<Email> = a
-        .recipients
-        .iter()
-        .map(|r| {
-            let mut copy = a.email.clone();
-            copy.summary.id = new_id("em");
-            copy.summary.mailbox = r.clone();
-            copy.summary.folder = Folder::Warmup;
-            copy
-        })
-        .collect();
-    w.store_received(&copies, &a.raw)?;
+    let mut template = a.email.clone();
+    template.summary.folder = Folder::Warmup;
+    let copies: Vec<(String, String)> =
+        a.recipients.iter().map(|r| (new_id("em"), r.clone())).collect();
+    w.store_copies(&template, &copies, &a.raw)?;
     // Landed: the message reached a partner's mailbox authenticated, so an inbox provider would
     // file it in the inbox. A local sender learns it here; a peer-bound message learns it from
     // the peer's reply.
@@ -192,7 +185,7 @@ fn accept(w: &mut Wtx<'_>, a: Candidate, delays: &[u64]) -> Result<Option<(Strin
         }
         w.put_warmup(&rec)?;
     }
-    Ok(copies.first().map(|c| (c.summary.id.clone(), replies)))
+    Ok(copies.first().map(|(id, _)| (id.clone(), replies)))
 }
 
 fn bump_landed(w: &mut Wtx<'_>, mailbox: &str) -> Result<()> {

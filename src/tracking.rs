@@ -61,24 +61,29 @@ impl Tokens {
 const BOUNCE_TAG_HEX: usize = 16;
 
 impl Tokens {
-    /// The envelope sender of message `id` from `domain`: `bounces+<id>-<tag>@<domain>`. The tag
-    /// is an HMAC over the id and the domain, so a DSN sent to an address we never used (another
-    /// id, another hosted domain, an edited tag) is recognised as forged.
-    pub fn bounce_address(&self, id: &str, domain: &str) -> String {
-        format!("bounces+{id}-{}@{domain}", self.bounce_tag(id, domain))
+    /// The envelope sender for recipient number `n` of message `id` from `domain`:
+    /// `bounces+<id>.<n>-<tag>@<domain>`. The tag is an HMAC over all three, so a DSN sent to an
+    /// address we never used (another id, another recipient, another hosted domain, an edited
+    /// tag) is recognised as forged, and a recipient who sees its own bounce address cannot
+    /// bounce the message's other recipients with it.
+    pub fn bounce_address(&self, id: &str, n: usize, domain: &str) -> String {
+        let name = format!("{id}.{n}");
+        format!("bounces+{name}-{}@{domain}", self.bounce_tag(&name, domain))
     }
 
-    /// The message id of a genuine bounce address local part (`bounces+` already removed) on
-    /// `domain`; `None` when the tag does not verify.
-    pub fn bounce_id(&self, local: &str, domain: &str) -> Option<String> {
-        let (id, tag) = local.rsplit_once('-')?;
-        let id = id.to_ascii_lowercase();
-        let expected = self.bounce_tag(&id, domain);
+    /// The message id and recipient number of a genuine bounce address local part (`bounces+`
+    /// already removed) on `domain`; `None` when the tag does not verify.
+    pub fn bounce_id(&self, local: &str, domain: &str) -> Option<(String, usize)> {
+        let (name, tag) = local.rsplit_once('-')?;
+        let name = name.to_ascii_lowercase();
+        let (id, n) = name.rsplit_once('.')?;
+        let n: usize = n.parse().ok()?;
+        let expected = self.bounce_tag(&name, domain);
         // Compared without an early exit, so timing does not reveal how much of a guess is right.
         let tag = tag.to_ascii_lowercase();
         let differs = tag.len() != expected.len()
             || tag.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0;
-        (!differs).then_some(id)
+        (!differs).then(|| (id.to_owned(), n))
     }
 
     fn bounce_tag(&self, id: &str, domain: &str) -> String {
@@ -209,20 +214,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bounce_addresses_verify_only_for_their_id_and_domain() {
+    fn bounce_addresses_verify_only_for_their_id_recipient_and_domain() {
         let tokens = Tokens::new(b"secret");
-        let address = tokens.bounce_address("em_01abc", "alpha.test");
+        let address = tokens.bounce_address("em_01abc", 1, "alpha.test");
         let local = address.strip_prefix("bounces+").and_then(|a| a.strip_suffix("@alpha.test"));
         let local = local.expect("shape"); // ok: test
-        assert_eq!(tokens.bounce_id(local, "alpha.test").as_deref(), Some("em_01abc"));
-        assert_eq!(
-            tokens.bounce_id(&local.to_ascii_uppercase(), "ALPHA.test").as_deref(),
-            Some("em_01abc")
-        );
+        let genuine = Some(("em_01abc".to_owned(), 1));
+        assert_eq!(tokens.bounce_id(local, "alpha.test"), genuine);
+        assert_eq!(tokens.bounce_id(&local.to_ascii_uppercase(), "ALPHA.test"), genuine);
         assert_eq!(tokens.bounce_id(local, "beta.test"), None, "another hosted domain");
         let other = local.replacen("em_01abc", "em_01abd", 1);
         assert_eq!(tokens.bounce_id(&other, "alpha.test"), None, "another id, same tag");
-        assert_eq!(tokens.bounce_id("em_01abc", "alpha.test"), None, "no tag");
+        let other = local.replacen(".1-", ".0-", 1);
+        assert_eq!(tokens.bounce_id(&other, "alpha.test"), None, "another recipient, same tag");
+        assert_eq!(tokens.bounce_id("em_01abc.1", "alpha.test"), None, "no tag");
         assert_eq!(Tokens::new(b"other").bounce_id(local, "alpha.test"), None);
     }
 

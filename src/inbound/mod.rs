@@ -93,8 +93,8 @@ pub struct Receiver {
 #[derive(Default)]
 struct Routed {
     mailboxes: Vec<String>,
-    /// Messages named by verified bounce addresses.
-    bounce_ids: Vec<String>,
+    /// Messages and recipient numbers named by verified bounce addresses.
+    bounce_ids: Vec<(String, usize)>,
     to_system: bool,
 }
 
@@ -281,6 +281,8 @@ impl Receiver {
             // which is no secret: it counts only when its sender authenticated for its From
             // domain.
             referenced: if verdict.aligned() { referenced } else { Vec::new() },
+            verdict: verdict.clone(),
+            feedback_sender: verdict.authenticated_by(&self.feedback_senders),
             failures,
             complaint,
             unsubscribe,
@@ -313,30 +315,45 @@ fn link_reply(
 
 /// What a received message reports about mail we sent, already screened for trust.
 struct Reports {
-    bounce_ids: Vec<String>,
+    bounce_ids: Vec<(String, usize)>,
     referenced: Vec<String>,
     failures: Vec<report::Failure>,
     complaint: Option<String>,
     unsubscribe: Option<Vec<String>>,
+    verdict: Verdict,
+    /// The report authenticated as one of `smtp.feedback_senders`.
+    feedback_sender: bool,
+}
+
+/// Which recipients of a message a report may speak for.
+enum Scope {
+    /// Named by a verified bounce address: that recipient alone.
+    Recipient(usize),
+    /// Named by Message-ID, which every recipient has seen.
+    Referenced,
 }
 
 impl Reports {
     /// Acts on the reports inside the write that stores the message. Bounces and complaints
     /// touch only addresses that were recipients of the message they name.
     fn apply(self, w: &mut Wtx<'_>, now: u64) -> Result<()> {
-        let mut targets = self.bounce_ids;
+        let mut targets: Vec<(String, Scope)> =
+            self.bounce_ids.iter().map(|(id, n)| (id.clone(), Scope::Recipient(*n))).collect();
         for mid in &self.referenced {
             if let Some(found) = w.email_for_message_id(mid)? {
-                targets.push(found);
+                targets.push((found, Scope::Referenced));
             }
         }
-        for failure in &self.failures {
-            for target in &targets {
-                w.record_bounce(target, &failure.recipient, &failure.reason, now)?;
+        for (target, scope) in &targets {
+            let Some(email) = w.email_in_write(target)? else { continue };
+            for failure in &self.failures {
+                if self.speaks_for(&email, scope, &failure.recipient, false) {
+                    w.record_bounce(target, &failure.recipient, &failure.reason, now)?;
+                }
             }
-        }
-        if let Some(recipient) = &self.complaint {
-            for target in &targets {
+            if let Some(recipient) = &self.complaint
+                && self.speaks_for(&email, scope, recipient, true)
+            {
                 w.record_complaint(target, recipient, now)?;
             }
         }
@@ -346,6 +363,26 @@ impl Reports {
             w.record_unsubscribe(id, recipient, "mailto", now)?;
         }
         Ok(())
+    }
+
+    /// Whether the report may act for `recipient` of `email`. Through a bounce address, only
+    /// for the recipient it was issued for. Through a Message-ID (known to every recipient) a
+    /// report about a one-recipient message may; for a message with several, only a report
+    /// authenticated by the recipient's own domain (or, for complaints, a configured feedback
+    /// loop), so one recipient cannot have the others suppressed.
+    fn speaks_for(&self, email: &Email, scope: &Scope, recipient: &str, complaint: bool) -> bool {
+        match scope {
+            Scope::Recipient(n) => email
+                .deliveries
+                .get(*n)
+                .is_some_and(|d| d.recipient.eq_ignore_ascii_case(recipient)),
+            Scope::Referenced if email.deliveries.len() <= 1 => true,
+            Scope::Referenced => {
+                let domain = recipient.rsplit_once('@').map_or("", |(_, d)| d);
+                self.verdict.authenticated_by(&[domain.to_ascii_lowercase()])
+                    || (complaint && self.feedback_sender)
+            }
+        }
     }
 }
 

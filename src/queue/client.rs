@@ -287,6 +287,11 @@ impl Pool {
                 (Stream::Tls(Box::new(tls)), ehlo)
             }
             None => {
+                // A relay outside this machine that offers no STARTTLS may be one whose offer was
+                // stripped on the way: mail for it waits rather than crossing in clear text.
+                if !self.fallback && !addr.ip().is_loopback() {
+                    return Err(Broken(format!("{addr} offers no STARTTLS; the relay needs TLS")));
+                }
                 if let Some(credentials) = &self.credentials {
                     if !addr.ip().is_loopback() {
                         return Err(Broken(format!(

@@ -189,12 +189,20 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         return finish(app, id, due, Vec::new(), 0).await;
     }
     let message = compose::render(app, &email, &domain)?;
-    let envelope_from = app.tokens.bounce_address(&email.summary.id, &domain.name);
     let mut outcomes = Vec::with_capacity(pending.len());
+    // One transaction per recipient, each with its own bounce address: a DSN can then only
+    // report the recipient it was issued for (see `Tokens::bounce_address`).
     for (destination, recipients) in group(app, &pending) {
-        let delivered =
-            deliver(app, destination.as_deref(), &envelope_from, &recipients, &message).await;
-        outcomes.extend(delivered);
+        for recipient in &recipients {
+            let n = email
+                .deliveries
+                .iter()
+                .position(|d| d.recipient.eq_ignore_ascii_case(recipient))
+                .unwrap_or(0);
+            let from = app.tokens.bounce_address(&email.summary.id, n, &domain.name);
+            let one = std::slice::from_ref(recipient);
+            outcomes.extend(deliver(app, destination.as_deref(), &from, one, &message).await);
+        }
     }
     let now = now_ms();
     let started = email.scheduled_at.unwrap_or(email.summary.created_at);

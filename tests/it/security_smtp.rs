@@ -112,14 +112,17 @@ fn id_value(id: &str) -> u128 {
     })
 }
 
-/// `bounces+<id>-<tag>@alpha.test` into the id and the tag.
+/// `bounces+<id>.<n>-<tag>@alpha.test` into the id and the tag.
 fn bounce_parts(address: &str) -> (String, String) {
     let local = address
         .strip_prefix("bounces+")
         .and_then(|a| a.strip_suffix("@alpha.test"))
         .unwrap_or_else(|| panic!("not a bounce address of alpha.test: {address}"));
-    let (id, tag) = local.rsplit_once('-').unwrap_or_else(|| panic!("untagged: {address}"));
+    let (name, tag) = local.rsplit_once('-').unwrap_or_else(|| panic!("untagged: {address}"));
     assert!(tag.len() == 16 && tag.bytes().all(|b| b.is_ascii_hexdigit()), "{address}");
+    // `<id>.<recipient number>`: the id is what the API knows.
+    let (id, n) = name.rsplit_once('.').unwrap_or_else(|| panic!("no recipient number: {address}"));
+    assert!(n.parse::<usize>().is_ok(), "{address}");
     (id.to_owned(), tag.to_owned())
 }
 
@@ -164,9 +167,11 @@ fn forged_dsns_are_refused_at_rcpt_or_bounce_nothing() {
     assert!(s.cmd("MAIL FROM:<>").starts_with("250"));
     for forged in [
         format!("bounces+{gone_id}@alpha.test"),
-        format!("bounces+{gone_id}-{flipped}@alpha.test"),
-        format!("bounces+{ada_id}-{tag}@alpha.test"),
-        format!("bounces+{gone_id}-{tag}@beta.test"),
+        format!("bounces+{gone_id}.0@alpha.test"),
+        format!("bounces+{gone_id}.0-{flipped}@alpha.test"),
+        format!("bounces+{ada_id}.0-{tag}@alpha.test"),
+        format!("bounces+{gone_id}.1-{tag}@alpha.test"),
+        format!("bounces+{gone_id}.0-{tag}@beta.test"),
     ] {
         let reply = s.cmd(&format!("RCPT TO:<{forged}>"));
         assert!(reply.starts_with("550 5.1.1"), "{forged}: {reply}");
@@ -270,4 +275,49 @@ fn refused_recipients_are_slowed_down_and_end_the_session_at_max_errors() {
     assert_eq!(s.reply(), "", "the connection is closed");
     // Refusals three to ten each waited the error delay.
     assert!(elapsed >= Duration::from_millis(8 * 200), "{elapsed:?}");
+}
+
+#[test]
+fn one_recipient_cannot_bounce_another_recipient_of_the_same_message() {
+    let w = MailWorld::start();
+    let sent = w
+        .send(json!({"from": "sales@alpha.test", "to": "ada@example.org, gone@example.org",
+            "subject": "s", "text": "t"}))
+        .expect(200)
+        .json();
+    let id = sent["messageId"].as_str().expect("id").to_owned();
+    w.wait_status(&id, "delivered");
+    let got = w.sink.wait_for(2, Duration::from_secs(10));
+    let bounce_of = |rcpt: &str| {
+        got.iter().find(|m| m.rcpt_to == [rcpt]).expect("one transaction each").mail_from.clone()
+    };
+    let (ada_address, gone_address) = (bounce_of("ada@example.org"), bounce_of("gone@example.org"));
+    assert_ne!(ada_address, gone_address);
+    let original = header(&got[0].data, "Message-ID").expect("mid");
+
+    // Ada saw her own bounce address and the Message-ID; neither lets her speak for Gone.
+    let (mut s, _) = Talk::open(w.server.smtp);
+    s.cmd("EHLO mx.example.org");
+    let forged = dsn(&ada_address, "gone@example.org", &original);
+    assert!(s.mail("", &[&ada_address], &forged).starts_with("250"));
+    std::thread::sleep(Duration::from_millis(300));
+    let email = w.api().get(&format!("/v1/emails/{id}")).expect(200).json();
+    assert!(
+        email["deliveries"]
+            .as_array()
+            .expect("deliveries")
+            .iter()
+            .all(|d| d["status"] == "delivered"),
+        "{email}"
+    );
+    assert_eq!(suppressed(&w), Vec::<String>::new());
+
+    let genuine = dsn(&gone_address, "gone@example.org", &original);
+    assert!(s.mail("", &[&gone_address], &genuine).starts_with("250"));
+    w.wait_email(&id, |e| {
+        e["deliveries"].as_array().is_some_and(|ds| {
+            ds.iter().any(|d| d["recipient"] == "gone@example.org" && d["status"] == "bounced")
+        })
+    });
+    assert_eq!(suppressed(&w), ["gone@example.org"]);
 }

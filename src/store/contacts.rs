@@ -3,9 +3,8 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
-use super::domains::drain_domain;
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode, scan_domain};
+use super::{Rtx, Wtx, decode, drain_domain, encode, scan_domain};
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
 

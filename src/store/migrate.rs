@@ -4,6 +4,7 @@
 
 use redb::{Database, ReadableTable, WriteTransaction};
 
+use super::batches::Batch;
 use super::tables::*;
 use crate::error::{Error, Result};
 
@@ -26,7 +27,7 @@ fn index_batches_by_domain(tx: &WriteTransaction) -> Result<()> {
     let mut index = tx.open_table(BATCHES_BY_DOMAIN)?;
     for entry in batches.iter()? {
         let (key, value) = entry?;
-        let batch: super::Batch = super::decode(value.value())?;
+        let batch: Batch = super::decode(value.value())?;
         index.insert((batch.domain.as_str(), key.value()), ())?;
     }
     Ok(())

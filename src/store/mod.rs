@@ -1,7 +1,37 @@
 //! The only module that touches redb. `Store` owns the database file and the group-commit writer;
 //! `Wtx` and `Rtx` wrap a write and a read transaction and carry the narrow, typed operations
-//! (one file per entity). No redb type leaves this module.
+//! (one file per entity or concern). No redb type leaves this module.
+//!
+//! The sub-modules, top first. A module uses only modules listed below it: by `use`, and by
+//! calling the methods they add to `Wtx` and `Rtx` (`layering.rs` holds store to this). A lower
+//! module that must trigger work above it does not: the upper one does it (removal cleans up
+//! after every entity; the event counting of sent mail lives above the sequence counters).
+//! - `migrate`      the schema version stamp and the upgrade steps
+//! - `removal`      what goes with a domain or a mailbox
+//! - `warmup`       warmup enrollments, and pruning warmup mail
+//! - `groups`       sender groups
+//! - `contacts`     the contact book
+//! - `keys`         API keys
+//! - `mailboxes`    mailboxes
+//! - `inbound`      received mail: one copy per mailbox, bodies of large copies left in the raw
+//! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
+//! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
+//! - `attempts`     committing a delivery attempt's outcome
+//! - `batches`      campaign batches, and counting a sent message's events for batch or sequence
+//! - `sequences`    sequences and enrollments
+//! - `queue`        the delivery queue, and the Message-IDs of what we sent
+//! - `suppressions` addresses a domain must not send to
+//! - `secrets`      secrets made on first start
+//! - `stats`        per-domain, per-day counters
+//! - `emails`       stored messages and the folder index
+//! - `raw`          raw messages, stored once for all their copies
+//! - `domains`      hosted domains and their DKIM keys
+//! - `status`       the states of messages, recipients and enrollments
+//! - `tables`       every table and its key layout
+//! - `writer`       the group-commit thread
 
+mod attempts;
+mod batches;
 mod contacts;
 mod domains;
 mod emails;
@@ -10,33 +40,46 @@ mod inbound;
 mod keys;
 mod mailboxes;
 mod migrate;
-mod outbound;
+mod queue;
+mod raw;
+mod removal;
+mod reports;
+mod secrets;
 mod sequences;
 mod stats;
 mod status;
+mod suppressions;
 mod tables;
+mod tracking;
 mod warmup;
 mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{Builder, Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::{
+    Builder, Database, Key, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
+    Value, WriteTransaction,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 
+pub use attempts::Outcome;
+pub use batches::Batch;
 pub use contacts::Contact;
-pub use domains::{DkimKey, Domain, Removed};
+pub use domains::{DkimKey, Domain};
 pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
-pub use outbound::{Batch, Outcome, Suppression, Tracking};
+pub use removal::Removed;
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
 pub use stats::{DayCounts, day_of};
 pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
+pub use suppressions::Suppression;
+pub use tracking::Tracking;
 pub use warmup::Warmup;
 
 /// Name of the database file inside the data directory.
@@ -223,6 +266,68 @@ impl Rtx {
     }
 }
 
+/// Reading tables through either transaction wrapper, so a lookup that both reads and writes need
+/// is written once, as a function of `&impl Tables`, behind a thin method on each wrapper.
+pub(super) trait Tables {
+    fn table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_>;
+}
+
+impl Tables for Wtx<'_> {
+    fn table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        Ok(self.tx.open_table(definition)?)
+    }
+}
+
+impl Tables for Rtx {
+    fn table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        Ok(self.tx.open_table(definition)?)
+    }
+}
+
+/// The JSON value stored under `key`.
+fn get_json<'k, K, T>(
+    tx: &impl Tables,
+    definition: TableDefinition<'_, K, &'static [u8]>,
+    key: impl std::borrow::Borrow<K::SelfType<'k>>,
+) -> Result<Option<T>>
+where
+    K: Key + 'static,
+    T: DeserializeOwned,
+{
+    let table = tx.table(definition)?;
+    let found = table.get(key)?;
+    found.map(|v| decode(v.value())).transpose()
+}
+
+/// Removes every entry of a (domain, _) keyed table; returns how many.
+fn drain_domain<V: Value + 'static>(
+    table: &mut redb::Table<(&'static str, &'static str), V>,
+    domain: &str,
+) -> Result<usize> {
+    let mut keys = Vec::new();
+    for entry in table.range((domain, "")..)? {
+        let (key, _) = entry?;
+        let (d, k) = key.value();
+        if d != domain {
+            break;
+        }
+        keys.push(k.to_owned());
+    }
+    for key in &keys {
+        table.remove((domain, key.as_str()))?;
+    }
+    Ok(keys.len())
+}
+
 /// Every JSON value of `table` whose tuple key starts with `domain`, in key order.
 fn scan_domain<T, Tb>(table: &Tb, domain: &str) -> Result<Vec<T>>
 where
@@ -239,3 +344,6 @@ where
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod layering;

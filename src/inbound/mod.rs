@@ -67,7 +67,7 @@ pub async fn check_recipient(app: &App, address: &str) -> std::result::Result<()
     };
     let lookup = app
         .store
-        .read(move |r| {
+        .read(move |r| -> Result<_> {
             if !r.hosts(&domain)? {
                 return Ok(Err(format!(
                     "550 5.7.1 relaying denied: {domain} is not hosted here\r\n"
@@ -208,7 +208,7 @@ fn link_reply(w: &mut Wtx<'_>, parents: &[String], copies: &mut [Email], raw: &[
         }
         w.record_reply(original)?;
     }
-    w.store_received(copies, raw)
+    Ok(w.store_received(copies, raw)?)
 }
 
 /// What a received message reports about mail we sent, already screened for trust.

@@ -5,10 +5,10 @@
 use super::Wtx;
 use super::batches::Event;
 use super::emails::Folder;
+use super::error::Result;
 use super::stats::{self, DayCounts};
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
-use crate::error::Result;
 
 /// What one attempt did for one recipient.
 #[derive(Debug, Clone, PartialEq, Eq)]

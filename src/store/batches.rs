@@ -5,9 +5,9 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::Email;
+use super::error::Result;
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode, get_json};
-use crate::error::Result;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -3,9 +3,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json};
-use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -8,10 +8,10 @@ use mail_parser::MessageParser;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::status::{DeliveryStatus, MessageStatus, SendType};
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json};
-use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

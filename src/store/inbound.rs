@@ -9,7 +9,7 @@
 
 use super::Wtx;
 use super::emails::Email;
-use crate::error::Result;
+use super::error::Result;
 
 /// Decoded bodies and headers larger than this (together) are not kept in a copy's document.
 const INLINE_LIMIT: usize = 64 * 1024;
@@ -104,7 +104,7 @@ mod tests {
     /// (blobs, bytes in blobs, references, bytes in email documents, legacy raw messages)
     fn footprint(store: &Store) -> (u64, usize, u64, usize, u64) {
         store
-            .read_blocking(|r| {
+            .read_blocking(|r| -> Result<_> {
                 let mut blob_bytes = 0;
                 let mut blobs = std::collections::HashSet::new();
                 for entry in r.tx.open_table(RAW_BLOBS)?.iter()? {
@@ -133,7 +133,7 @@ mod tests {
     fn remove(store: &Store, id: &str) {
         let id = id.to_owned();
         store
-            .write_blocking(move |w| {
+            .write_blocking(move |w| -> Result<_> {
                 assert_eq!(w.delete_email("x.test", &id)?, super::super::Deleted::MovedToTrash);
                 assert_eq!(w.delete_email("x.test", &id)?, super::super::Deleted::Removed);
                 Ok(())
@@ -157,7 +157,7 @@ mod tests {
         let check = |ids: Vec<String>| {
             let (raw, expected) = (raw.clone(), expected.clone());
             store
-                .read_blocking(move |r| {
+                .read_blocking(move |r| -> Result<_> {
                     for id in &ids {
                         assert_eq!(r.raw_message(id)?.as_deref(), Some(raw.as_slice()));
                         let email = r.email("x.test", id)?.expect("stored"); // ok: test
@@ -208,7 +208,7 @@ mod tests {
         old.summary.id = "em_old".into();
         let legacy = raw.clone();
         store
-            .write_blocking(move |w| {
+            .write_blocking(move |w| -> Result<_> {
                 w.insert_email(&old)?;
                 w.tx.open_table(RAW)?.insert("em_old", legacy.as_slice())?;
                 Ok(())
@@ -237,7 +237,7 @@ mod tests {
         store.write_blocking(move |w| w.store_received(&warm, &raw)).expect("store"); // ok: test
         assert_eq!(footprint(&store).0, 1);
         let pruned = store
-            .write_blocking(|w| {
+            .write_blocking(|w| -> Result<_> {
                 Ok(w.prune_warmup_mail("m0@x.test", u64::MAX, 10)?
                     + w.prune_warmup_mail("m1@x.test", u64::MAX, 10)?)
             })

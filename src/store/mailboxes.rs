@@ -4,9 +4,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, encode, get_json, scan_domain};
-use crate::error::{Error, Result};
 use crate::ids::now_ms;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -5,8 +5,8 @@
 use redb::{Database, ReadableTable, WriteTransaction};
 
 use super::batches::Batch;
+use super::error::{Error, Result};
 use super::tables::*;
-use crate::error::{Error, Result};
 
 /// The layout this build writes.
 pub const SCHEMA_VERSION: u64 = 3;
@@ -33,7 +33,7 @@ fn index_batches_by_domain(tx: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-pub fn upgrade(db: &Database) -> Result<()> {
+pub(super) fn upgrade(db: &Database) -> Result<()> {
     let tx = db.begin_write()?;
     create_tables(&tx)?;
     let found = tx.open_table(META)?.get("schema_version")?.map(|v| v.value());

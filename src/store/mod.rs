@@ -29,12 +29,14 @@
 //! - `status`       the states of messages, recipients and enrollments
 //! - `tables`       every table and its key layout
 //! - `writer`       the group-commit thread
+//! - `error`        the store's error, and its mapping onto the API's
 
 mod attempts;
 mod batches;
 mod contacts;
 mod domains;
 mod emails;
+mod error;
 mod groups;
 mod inbound;
 mod keys;
@@ -64,13 +66,12 @@ use redb::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{Error, Result};
-
 pub use attempts::Outcome;
 pub use batches::Batch;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
 pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary};
+pub use error::{Error, JobError, Result};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
@@ -145,49 +146,55 @@ impl Store {
         &self.path
     }
 
-    /// Runs `work` in the next group commit; returns once the write is durable.
-    pub async fn write<F, T>(&self, work: F) -> Result<T>
+    /// Runs `work` in the next group commit; returns once the write is durable. `work` fails
+    /// in its caller's error type, which must carry the store's errors and tell a fault (the
+    /// commit is aborted) from a refusal (`JobError`). A closure whose body never names that
+    /// type (only `?` and `Ok`) leaves it to be annotated: `|w| -> Result<_> { .. }`.
+    pub async fn write<F, T, E>(&self, work: F) -> Result<T, E>
     where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
+        E: JobError + Send + 'static,
     {
-        self.submit(work)
-            .await
-            .map_err(|_| Error::Unavailable("the store is shutting down".into()))?
+        self.submit(work).await.map_err(|_| E::from(shutting_down()))?
     }
 
     /// `write` for callers outside the async runtime (command line, test seeding).
-    pub fn write_blocking<F, T>(&self, work: F) -> Result<T>
+    pub fn write_blocking<F, T, E>(&self, work: F) -> Result<T, E>
     where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
+        E: JobError + Send + 'static,
     {
-        self.submit(work)
-            .blocking_recv()
-            .map_err(|_| Error::Unavailable("the store is shutting down".into()))?
+        self.submit(work).blocking_recv().map_err(|_| E::from(shutting_down()))?
     }
 
-    fn submit<F, T>(&self, work: F) -> tokio::sync::oneshot::Receiver<Result<T>>
+    fn submit<F, T, E>(&self, work: F) -> tokio::sync::oneshot::Receiver<Result<T, E>>
     where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
+        E: JobError + Send + 'static,
     {
         self.writer.submit(move |tx| work(&mut Wtx { tx }))
     }
 
     /// Runs `work` on a snapshot, off the async executor (redb reads may touch the disk).
-    pub async fn read<F, T>(&self, work: F) -> Result<T>
+    pub async fn read<F, T, E>(&self, work: F) -> Result<T, E>
     where
-        F: FnOnce(&Rtx) -> Result<T> + Send + 'static,
+        F: FnOnce(&Rtx) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
+        E: From<Error> + Send + 'static,
     {
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || read_on(&db, work)).await.map_err(Error::internal)?
+        tokio::task::spawn_blocking(move || read_on(&db, work))
+            .await
+            .map_err(|e| E::from(Error::Task(e)))?
     }
 
-    pub fn read_blocking<F, T>(&self, work: F) -> Result<T>
+    pub fn read_blocking<F, T, E>(&self, work: F) -> Result<T, E>
     where
-        F: FnOnce(&Rtx) -> Result<T>,
+        F: FnOnce(&Rtx) -> Result<T, E>,
+        E: From<Error>,
     {
         read_on(&self.db, work)
     }
@@ -199,6 +206,10 @@ impl Store {
     }
 }
 
+fn shutting_down() -> Error {
+    Error::Unavailable("the store is shutting down".into())
+}
+
 impl Rtx {
     /// A cheap read proving the file is readable.
     pub fn ping(&self) -> Result<()> {
@@ -207,12 +218,13 @@ impl Rtx {
     }
 }
 
-fn read_on<F, T>(db: &Database, work: F) -> Result<T>
+fn read_on<F, T, E>(db: &Database, work: F) -> Result<T, E>
 where
-    F: FnOnce(&Rtx) -> Result<T>,
+    F: FnOnce(&Rtx) -> Result<T, E>,
+    E: From<Error>,
 {
-    let rtx = Rtx { tx: db.begin_read()? };
-    work(&rtx)
+    let tx = db.begin_read().map_err(|e| E::from(Error::from(e)))?;
+    work(&Rtx { tx })
 }
 
 fn create_private_dir(dir: &Path) -> Result<()> {
@@ -222,23 +234,24 @@ fn create_private_dir(dir: &Path) -> Result<()> {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| Error::internal(format!("cannot create {}: {e}", dir.display())))?;
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     }
     Ok(())
 }
 
 fn restrict_file(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| Error::io(format!("cannot restrict {}", path.display()), e))?;
     Ok(())
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(Error::internal)
+    Ok(serde_json::to_vec(value)?)
 }
 
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    serde_json::from_slice(bytes).map_err(|e| Error::internal(format!("corrupt record: {e}")))
+    Ok(serde_json::from_slice(bytes)?)
 }
 
 impl Rtx {

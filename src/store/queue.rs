@@ -6,9 +6,9 @@
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::emails::{Email, Folder};
+use super::error::Result;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx};
-use crate::error::Result;
 
 fn sent_with_message_id(tx: &impl Tables, message_id: &str) -> Result<Option<String>> {
     let table = tx.table(MESSAGE_IDS)?;

@@ -13,9 +13,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode};
-use crate::error::{Error, Result};
 
 /// The size of a `RAW_BLOBS` piece: with its key and the leaf's header it still fits a 1 MiB
 /// allocation.

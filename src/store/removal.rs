@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::tables::*;
 use super::{Wtx, drain_domain};
-use crate::error::{Error, Result};
 
 /// What a domain removal took with it.
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -4,10 +4,10 @@
 
 use super::batches::Event;
 use super::emails::Folder;
+use super::error::Result;
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
 use super::{Wtx, stats};
-use crate::error::Result;
 
 impl Wtx<'_> {
     /// A late permanent failure (a DSN) for `recipient` of message `id`: the delivery becomes

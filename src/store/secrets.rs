@@ -1,8 +1,8 @@
 //! Secrets generated on first start and kept for the life of the file (the tracking-token key).
 
+use super::error::{Error, Result};
 use super::tables::*;
 use super::{Rtx, Wtx};
-use crate::error::{Error, Result};
 
 impl Wtx<'_> {
     pub fn put_secret(&mut self, name: &str, value: &[u8]) -> Result<()> {

@@ -9,10 +9,10 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::Email;
+use super::error::{Error, Result};
 use super::status::EnrollmentStatus;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json};
-use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -4,9 +4,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::Result;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json};
-use crate::error::Result;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

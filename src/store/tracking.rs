@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::batches::Event;
+use super::error::{Error, Result};
 use super::status::EnrollmentStatus;
 use super::tables::*;
 use super::{Rtx, Wtx, encode, get_json, stats};
-use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

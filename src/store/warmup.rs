@@ -6,9 +6,9 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::{Email, Folder};
+use super::error::Result;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json, scan_domain};
-use crate::error::Result;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -170,7 +170,7 @@ mod tests {
         let n = store.write_blocking(|w| w.prune_warmup_mail("a@x.test", 100, 50)).expect("prune"); // ok: test
         assert_eq!(n, 1);
         store
-            .read_blocking(|r| {
+            .read_blocking(|r| -> Result<_> {
                 assert!(r.email_by_id("em_old")?.is_none());
                 assert!(r.email_by_id("em_queued")?.is_some());
                 assert!(r.email_by_id("em_new")?.is_some());

@@ -1,5 +1,6 @@
-//! The crate's one error type. Every layer returns it; `http::error` is the single place that turns
-//! it into a status, a stable code and the six-field error object of the spec.
+//! The API's error type, which the layers above the store return; `http::error` is the single
+//! place that turns it into a status, a stable code and the six-field error object of the spec.
+//! The store has its own (`store::Error`), which converts into this one.
 
 use std::fmt;
 
@@ -39,6 +40,8 @@ pub enum Error {
     Unavailable(String),
     /// 500: never shown in detail to the client; the detail goes to the log.
     Internal(String),
+    /// 500 like `Internal`: a fault below the API (the store's), kept whole as the source.
+    Storage(Box<dyn std::error::Error + Send + Sync>),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -76,29 +79,19 @@ impl fmt::Display for Error {
                 write!(f, "rate limit exceeded; retry in {retry_after}s")
             }
             Error::Internal(detail) => write!(f, "internal error: {detail}"),
+            Error::Storage(source) => write!(f, "internal error: {source}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
-
-macro_rules! storage_error {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Self {
-                Error::Internal(format!("storage: {e}"))
-            }
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Storage(source) => Some(source.as_ref()),
+            _ => None,
         }
-    )*};
+    }
 }
-storage_error!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError
-);
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {

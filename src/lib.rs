@@ -43,7 +43,7 @@
 //! - `address`   address, local part and domain syntax
 //! - `ids`       time-ordered ids, secrets, the clock
 //! - `wake`      wake-up handles for engine loops
-//! - `error`     the crate's one error type
+//! - `error`     the API's error type (the store has its own, which converts into it)
 //! - `shutdown`  the shutdown signal
 
 pub mod address;

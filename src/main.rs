@@ -65,11 +65,13 @@ fn administer(common: &Common, command: Admin) -> ExitCode {
     let socket = admin::socket_path(&config.data_dir);
     let outcome = match admin::send(&socket, &command) {
         Ok(Some(output)) => Ok(output),
-        Ok(None) => Store::open_with(&config.data_dir, store_options(&config)).and_then(|store| {
-            let out = admin::execute(&store, command, config.smtp.hostname.as_deref());
-            store.close();
-            out
-        }),
+        Ok(None) => Store::open_with(&config.data_dir, store_options(&config))
+            .map_err(Error::from)
+            .and_then(|store| {
+                let out = admin::execute(&store, command, config.smtp.hostname.as_deref());
+                store.close();
+                out
+            }),
         Err(e) => Err(e),
     };
     match outcome {

@@ -48,7 +48,9 @@ pub async fn screen(
     let lookup: Vec<String> = candidates.iter().map(|(c, _)| c.clone()).collect();
     let domain = sender_domain.to_owned();
     let suppressed = store
-        .read(move |r| lookup.iter().map(|a| r.suppression(&domain, a)).collect::<Result<Vec<_>>>())
+        .read(move |r| {
+            lookup.iter().map(|a| r.suppression(&domain, a)).collect::<Result<Vec<_>, _>>()
+        })
         .await?;
     let mut remaining = Vec::new();
     for ((address, domain), suppression) in candidates.into_iter().zip(suppressed) {

@@ -24,7 +24,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
     let json = ctx
         .app
         .store
-        .read(move |r| {
+        .read(move |r| -> Result<_> {
             let local = match wanted {
                 Some(local) => {
                     r.mailbox(&domain, &local)?.ok_or_else(|| Error::not_found("mailbox"))?;
@@ -36,7 +36,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
                     None => return Ok(b"[]".to_vec()),
                 },
             };
-            r.folder_json(&format!("{local}@{domain}"), folder, limit)
+            Ok(r.folder_json(&format!("{local}@{domain}"), folder, limit)?)
         })
         .await?;
     Ok(Reply::json_bytes(hyper::StatusCode::OK, json.into()))
@@ -48,7 +48,7 @@ pub async fn get(ctx: Ctx) -> Result<Reply> {
     let found = ctx
         .app
         .store
-        .read(move |r| {
+        .read(move |r| -> Result<_> {
             let Some(email) = r.email(&domain, &id)? else {
                 return Ok(None);
             };

@@ -133,7 +133,7 @@ pub async fn enroll(ctx: Ctx) -> Result<Reply> {
     let rec = ctx
         .app
         .store
-        .write(move |w| {
+        .write(move |w| -> Result<_> {
             let mailbox = w
                 .mailbox_in_write(&domain, &e.local)?
                 .ok_or_else(|| Error::not_found("mailbox"))?;
@@ -152,7 +152,7 @@ pub async fn disable(ctx: Ctx) -> Result<Reply> {
     let rec = ctx
         .app
         .store
-        .write(move |w| {
+        .write(move |w| -> Result<_> {
             w.mailbox_in_write(&domain, &local)?.ok_or_else(|| Error::not_found("mailbox"))?;
             let mut rec = w
                 .warmup(&domain, &local)?
@@ -192,7 +192,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
     let statuses = ctx
         .app
         .store
-        .read(move |r| {
+        .read(move |r| -> Result<_> {
             if let Some((domain, local)) = &wanted {
                 let mailbox =
                     r.mailbox(domain, local)?.ok_or_else(|| Error::not_found("mailbox"))?;

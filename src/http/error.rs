@@ -81,7 +81,7 @@ fn classify(error: &Error) -> (StatusCode, &'static str, &'static str) {
             "service_unavailable",
             "the server is starting or stopping; retry shortly",
         ),
-        Error::Internal(_) => (
+        Error::Internal(_) | Error::Storage(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
             "retry later; if it keeps failing, report it with the time of the request",
@@ -94,6 +94,10 @@ pub fn error_reply(error: &Error, documentation_url: &str) -> Reply {
     let message = match error {
         Error::Internal(detail) => {
             tracing::error!(%detail, "internal error");
+            "internal server error".to_owned()
+        }
+        Error::Storage(source) => {
+            tracing::error!(detail = %source, "internal error");
             "internal server error".to_owned()
         }
         other => other.to_string(),
@@ -129,4 +133,22 @@ pub fn error_reply(error: &Error, documentation_url: &str) -> Reply {
         _ => {}
     }
     reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_storage_fault_answers_as_an_internal_error_without_its_detail() {
+        let internal = error_reply(&Error::internal("disk on fire"), "");
+        let storage = error_reply(&Error::Storage("disk on fire".into()), "");
+        for reply in [&internal, &storage] {
+            assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+            let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("json"); // ok: test
+            assert_eq!(body["code"], "internal_error");
+            assert_eq!(body["message"], "internal server error");
+        }
+        assert_eq!(storage.body, internal.body);
+    }
 }

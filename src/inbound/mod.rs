@@ -134,7 +134,7 @@ impl Receiver {
         };
         let lookup = self
             .store
-            .read(move |r| {
+            .read(move |r| -> Result<_> {
                 if !r.hosts(&domain)? {
                     return Ok(Err(format!(
                         "550 5.7.1 relaying denied: {domain} is not hosted here\r\n"
@@ -310,7 +310,7 @@ fn link_reply(
         template.in_reply_to_id = Some(original.clone());
         w.record_reply(original)?;
     }
-    w.store_copies(template, copies, raw)
+    Ok(w.store_copies(template, copies, raw)?)
 }
 
 /// What a received message reports about mail we sent, already screened for trust.

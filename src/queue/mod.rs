@@ -157,7 +157,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     let owned = id.to_owned();
     let loaded = app
         .store
-        .read(move |r| {
+        .read(move |r| -> Result<_> {
             // The scan that started this attempt may predate the commit of the previous one:
             // only an entry that is still queued in this snapshot is ours to work on.
             if !r.is_queued(due, &owned)? {
@@ -227,7 +227,7 @@ async fn finish(
     retry_at: u64,
 ) -> Result<()> {
     let id = id.to_owned();
-    app.store.write(move |w| w.finish_attempt(&id, due, &outcomes, retry_at)).await
+    Ok(app.store.write(move |w| w.finish_attempt(&id, due, &outcomes, retry_at)).await?)
 }
 
 fn retry_delay(app: &Deps, email: &Email) -> Duration {

@@ -3,10 +3,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
-use super::domains::drain_domain;
+use super::error::{Error, Result};
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode, scan_domain};
-use crate::error::{Error, Result};
+use super::{Rtx, Wtx, decode, drain_domain, encode, scan_domain};
 use crate::ids::{new_id, now_ms};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

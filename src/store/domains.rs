@@ -1,11 +1,11 @@
-//! Hosted domains, with their DKIM keys. Removing a domain removes everything that belongs to it.
+//! Hosted domains, with their DKIM keys. Removing a domain and all it owns is `removal`'s.
 
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode};
-use crate::error::{Error, Result};
+use super::{Rtx, Tables, Wtx, decode, encode, get_json};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -27,15 +27,8 @@ pub struct DkimKey {
     pub public_key: String,
 }
 
-/// What a domain removal took with it.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Removed {
-    pub mailboxes: usize,
-    pub emails: usize,
-    pub contacts: usize,
-    pub sender_groups: usize,
-    pub keys_revoked: usize,
+fn hosted(tx: &impl Tables, name: &str) -> Result<bool> {
+    Ok(tx.table(DOMAINS)?.get(name)?.is_some())
 }
 
 impl Wtx<'_> {
@@ -48,50 +41,22 @@ impl Wtx<'_> {
         Ok(())
     }
 
-    pub fn remove_domain(&mut self, name: &str) -> Result<Removed> {
-        if self.tx.open_table(DOMAINS)?.remove(name)?.is_none() {
-            return Err(Error::not_found("domain"));
-        }
-        let mut removed = Removed::default();
-        for mailbox in self.domain_mailboxes(name)? {
-            removed.emails += self.delete_mailbox_contents(&mailbox.address)?;
-            removed.mailboxes += 1;
-        }
-        removed.contacts = self.remove_domain_contacts(name)?;
-        self.remove_domain_sequences(name)?;
-        removed.sender_groups = drain_domain(&mut self.tx.open_table(GROUPS)?, name)?;
-        drain_domain(&mut self.tx.open_table(MAILBOXES)?, name)?;
-        drain_domain(&mut self.tx.open_table(WARMUP)?, name)?;
-        removed.keys_revoked = self.revoke_domain_keys(name)?;
-        Ok(removed)
-    }
-
     pub(super) fn domain_exists(&self, name: &str) -> Result<bool> {
-        Ok(self.tx.open_table(DOMAINS)?.get(name)?.is_some())
+        hosted(self, name)
     }
-}
 
-/// Removes every entry of a (domain, _) keyed table; returns how many.
-pub(super) fn drain_domain<V: redb::Value + 'static>(
-    table: &mut redb::Table<(&'static str, &'static str), V>,
-    domain: &str,
-) -> Result<usize> {
-    let mut keys = Vec::new();
-    for entry in table.range((domain, "")..)? {
-        let (key, _) = entry?;
-        let (d, k) = key.value();
-        if d != domain {
-            break;
-        }
-        keys.push(k.to_owned());
+    /// Whether `domain` is hosted here, for the warmup engine inside a write.
+    pub fn hosts_in_write(&self, domain: &str) -> Result<bool> {
+        hosted(self, domain)
     }
-    for key in &keys {
-        table.remove((domain, key.as_str()))?;
-    }
-    Ok(keys.len())
 }
 
 impl Rtx {
+    /// Whether `domain` is hosted here.
+    pub fn hosts(&self, domain: &str) -> Result<bool> {
+        hosted(self, domain)
+    }
+
     pub fn domains(&self) -> Result<Vec<Domain>> {
         let table = self.tx.open_table(DOMAINS)?;
         let mut out = Vec::new();
@@ -102,8 +67,6 @@ impl Rtx {
     }
 
     pub fn domain(&self, name: &str) -> Result<Option<Domain>> {
-        let table = self.tx.open_table(DOMAINS)?;
-        let found = table.get(name)?;
-        found.map(|v| decode(v.value())).transpose()
+        get_json(self, DOMAINS, name)
     }
 }

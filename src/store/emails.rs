@@ -2,13 +2,16 @@
 //! mail, decoded from its raw message: see `inbound`); the folder index carries each message's
 //! summary, so listing a folder is one range read that never decodes a body.
 
+use std::borrow::Cow;
+
+use mail_parser::MessageParser;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::status::{DeliveryStatus, MessageStatus, SendType};
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode};
-use crate::error::{Error, Result};
+use super::{Rtx, Tables, Wtx, decode, encode, get_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -154,6 +157,36 @@ impl Email {
     pub fn all_final(&self) -> bool {
         self.deliveries.iter().all(|d| d.status.is_final())
     }
+
+    /// Marks every recipient that is not final as cancelled.
+    pub(super) fn cancel_pending(&mut self) {
+        let now = crate::ids::now_ms();
+        for d in self.deliveries.iter_mut().filter(|d| !d.status.is_final()) {
+            d.status = DeliveryStatus::Cancelled;
+            d.updated_at = now;
+        }
+        self.summary.status = self.overall_status();
+    }
+}
+
+/// The text, HTML and headers of a received message, decoded as inbound delivery decodes them
+/// (`crate::inbound::inspect`), so a copy stored without them reads back the same.
+pub(super) fn fill_bodies(email: &mut Email, raw: &[u8]) {
+    let Some(message) = MessageParser::default().parse(raw) else {
+        return;
+    };
+    email.text = message.body_text(0).map(Cow::into_owned);
+    email.html = message.body_html(0).map(Cow::into_owned);
+    email.headers = message
+        .headers_raw()
+        .map(|(name, value)| Header { name: name.to_owned(), value: value.trim().to_owned() })
+        .collect();
+}
+
+/// The email as stored: a large received copy comes without its bodies and headers (see
+/// `store::inbound`).
+fn stored(tx: &impl Tables, id: &str) -> Result<Option<Email>> {
+    get_json(tx, EMAILS, id)
 }
 
 fn index_key(s: &Summary) -> (&str, u8, u64, &str) {
@@ -187,7 +220,7 @@ impl Wtx<'_> {
         if let Some(due) = email.next_attempt_at.take() {
             // Deleting a message that still waits in the queue cancels what is not final yet.
             self.tx.open_table(QUEUE)?.remove((due, id))?;
-            super::outbound::cancel_pending(&mut email);
+            email.cancel_pending();
         }
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.remove(index_key(&email.summary))?;
@@ -211,12 +244,15 @@ impl Wtx<'_> {
         Ok(())
     }
 
-    /// The email as stored: a large received copy comes without its bodies and headers (see
-    /// `store::inbound`), which is what writing it back must keep.
+    /// The email as stored, without the bodies a large received copy keeps only in its raw
+    /// message: that is what writing it back must keep.
     pub(super) fn load_email(&self, id: &str) -> Result<Option<Email>> {
-        let table = self.tx.open_table(EMAILS)?;
-        let found = table.get(id)?;
-        found.map(|v| decode::<Email>(v.value())).transpose()
+        stored(self, id)
+    }
+
+    /// Any stored email by id, for warmup bookkeeping inside a write.
+    pub fn email_in_write(&self, id: &str) -> Result<Option<Email>> {
+        stored(self, id)
     }
 
     /// Removes every email of a mailbox; returns how many.
@@ -249,27 +285,23 @@ impl Wtx<'_> {
 impl Rtx {
     /// The email, whatever its domain (for the delivery queue).
     pub fn email_by_id(&self, id: &str) -> Result<Option<Email>> {
-        let table = self.tx.open_table(EMAILS)?;
-        let found = table.get(id)?;
-        let Some(mut email) = found.map(|v| decode::<Email>(v.value())).transpose()? else {
-            return Ok(None);
-        };
-        self.complete(&mut email)?;
-        Ok(Some(email))
+        stored(self, id)?.map(|email| self.complete(email)).transpose()
     }
 
     /// The email, if it belongs to a mailbox of `domain`.
     pub fn email(&self, domain: &str, id: &str) -> Result<Option<Email>> {
-        let table = self.tx.open_table(EMAILS)?;
-        let found = table.get(id)?;
-        let email = found.map(|v| decode::<Email>(v.value())).transpose()?;
-        let Some(mut email) =
-            email.filter(|e| e.domain() == domain && !e.summary.folder.is_hidden())
-        else {
-            return Ok(None);
-        };
-        self.complete(&mut email)?;
-        Ok(Some(email))
+        stored(self, id)?
+            .filter(|e| e.domain() == domain && !e.summary.folder.is_hidden())
+            .map(|email| self.complete(email))
+            .transpose()
+    }
+
+    /// Puts back the bodies and headers a large received copy was stored without.
+    fn complete(&self, mut email: Email) -> Result<Email> {
+        if let Some(raw) = self.raw_bodies(&email.summary.id)? {
+            fill_bodies(&mut email, &raw);
+        }
+        Ok(email)
     }
 
     /// Up to `limit` summaries of a folder, newest first, as a JSON array.

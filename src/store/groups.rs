@@ -3,9 +3,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode, scan_domain};
-use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

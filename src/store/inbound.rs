@@ -1,50 +1,18 @@
-//! Received mail: a stored email per recipient mailbox, and the raw message kept once for all of
-//! them.
-//!
-//! A message delivered to N hosted mailboxes becomes N emails, because each mailbox reads, moves
-//! and deletes its copy on its own, but its raw message is one blob in `RAW_BLOBS`. `RAW_REFS`
-//! lists the copies sharing a blob and the blob goes with the last of them: a set rather than a
-//! counter, so releasing a copy twice cannot take a blob from under another. Which blob a copy
-//! uses is recorded beside it in `RAW_OF`, not in `Email`: `Email` is also what the API answers,
-//! so the reference stays out of the API by construction, and none of the code that builds an
-//! `Email` has to know about it. Copies stored before blobs existed have no `RAW_OF` entry and
-//! their raw message under their own id in `RAW`; both are read and deleted alike, so old files
-//! need no migration.
+//! Received mail: a stored email per recipient mailbox, sharing one raw message (see `raw`).
 //!
 //! The decoded text, HTML and headers of a large message are about as big as the message, so
 //! repeating them in every copy's document would undo the sharing. Past `INLINE_LIMIT` bytes a
-//! copy is stored without them and reads decode them again from the blob (`fill_bodies`, with
-//! the mail-parser calls of inbound delivery, on the bytes it parsed), so a reader sees the same
-//! email. Smaller messages keep them inline: decoding on every read would cost more than the few
-//! kilobytes it saves.
+//! copy is stored without them and reads decode them again from the blob (`emails::fill_bodies`,
+//! with the mail-parser calls of inbound delivery, on the bytes it parsed), so a reader sees the
+//! same email. Smaller messages keep them inline: decoding on every read would cost more than the
+//! few kilobytes it saves.
 
-use std::borrow::Cow;
-
-use mail_parser::MessageParser;
-use redb::ReadableTable;
-use serde::{Deserialize, Serialize};
-
-use super::emails::{Email, Header};
-use super::tables::*;
-use super::{Rtx, Wtx, decode, encode};
-use crate::error::{Error, Result};
+use super::Wtx;
+use super::emails::Email;
+use super::error::Result;
 
 /// Decoded bodies and headers larger than this (together) are not kept in a copy's document.
 const INLINE_LIMIT: usize = 64 * 1024;
-
-/// The size of a `RAW_BLOBS` piece: with its key and the leaf's header it still fits a 1 MiB
-/// allocation.
-const CHUNK: usize = (1 << 20) - 4096;
-
-/// Where a received copy's raw message is, in `RAW_OF`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawRef {
-    blob: String,
-    /// The copy's document has no text, HTML or headers: they are decoded from the blob.
-    #[serde(default)]
-    bodies_in_blob: bool,
-}
 
 impl Wtx<'_> {
     /// Stores each copy (one per recipient mailbox) and, once for all of them, the raw message.
@@ -60,16 +28,9 @@ impl Wtx<'_> {
             } else {
                 self.insert_email(email)?;
             }
-            let id = email.summary.id.as_str();
-            let link = RawRef { blob: blob.clone(), bodies_in_blob };
-            self.tx.open_table(RAW_OF)?.insert(id, encode(&link)?.as_slice())?;
-            self.tx.open_table(RAW_REFS)?.insert((blob.as_str(), id), ())?;
+            self.share_raw(&email.summary.id, &blob, bodies_in_blob)?;
         }
-        let mut blobs = self.tx.open_table(RAW_BLOBS)?;
-        for (n, piece) in (0u32..).zip(raw.chunks(CHUNK)) {
-            blobs.insert((blob.as_str(), n), piece)?;
-        }
-        Ok(())
+        self.put_raw(&blob, raw)
     }
 
     /// `store_received` for copies that differ only in id and mailbox: each is written from
@@ -91,96 +52,10 @@ impl Wtx<'_> {
             doc.summary.id.clone_from(id);
             doc.summary.mailbox.clone_from(mailbox);
             self.insert_email(&doc)?;
-            let link = RawRef { blob: blob.clone(), bodies_in_blob };
-            self.tx.open_table(RAW_OF)?.insert(id.as_str(), encode(&link)?.as_slice())?;
-            self.tx.open_table(RAW_REFS)?.insert((blob.as_str(), id.as_str()), ())?;
+            self.share_raw(id, &blob, bodies_in_blob)?;
         }
-        let mut blobs = self.tx.open_table(RAW_BLOBS)?;
-        for (n, piece) in (0u32..).zip(raw.chunks(CHUNK)) {
-            blobs.insert((blob.as_str(), n), piece)?;
-        }
-        Ok(())
+        self.put_raw(&blob, raw)
     }
-
-    /// Lets go of the raw message of email `id` (when the email is deleted); the blob goes when
-    /// no other copy uses it.
-    pub(super) fn release_raw(&mut self, id: &str) -> Result<()> {
-        let link = self.tx.open_table(RAW_OF)?.remove(id)?.map(|v| decode::<RawRef>(v.value()));
-        let Some(link) = link.transpose()? else {
-            self.tx.open_table(RAW)?.remove(id)?;
-            return Ok(());
-        };
-        let blob = link.blob.as_str();
-        let mut refs = self.tx.open_table(RAW_REFS)?;
-        refs.remove((blob, id))?;
-        let mut rest = refs.range((blob, "")..)?;
-        let shared = rest.next().transpose()?.is_some_and(|(key, _)| key.value().0 == blob);
-        if !shared {
-            self.tx.open_table(RAW_BLOBS)?.retain_in((blob, 0)..=(blob, u32::MAX), |_, _| false)?;
-        }
-        Ok(())
-    }
-}
-
-impl Rtx {
-    pub fn raw_message(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        match self.raw_ref(id)? {
-            Some(link) => self.blob(&link.blob),
-            None => {
-                let table = self.tx.open_table(RAW)?;
-                let found = table.get(id)?;
-                Ok(found.map(|v| v.value().to_vec()))
-            }
-        }
-    }
-
-    /// Whether `domain` is hosted here.
-    pub fn hosts(&self, domain: &str) -> Result<bool> {
-        Ok(self.tx.open_table(DOMAINS)?.get(domain)?.is_some())
-    }
-
-    /// Puts back the bodies and headers a large received copy was stored without.
-    pub(super) fn complete(&self, email: &mut Email) -> Result<()> {
-        let Some(link) = self.raw_ref(&email.summary.id)?.filter(|l| l.bodies_in_blob) else {
-            return Ok(());
-        };
-        let raw = self.blob(&link.blob)?.ok_or_else(|| {
-            Error::internal(format!("the raw message of email {} is missing", email.summary.id))
-        })?;
-        fill_bodies(email, &raw);
-        Ok(())
-    }
-
-    fn blob(&self, blob: &str) -> Result<Option<Vec<u8>>> {
-        let table = self.tx.open_table(RAW_BLOBS)?;
-        let mut raw = Vec::new();
-        let mut found = false;
-        for entry in table.range((blob, 0)..=(blob, u32::MAX))? {
-            raw.extend_from_slice(entry?.1.value());
-            found = true;
-        }
-        Ok(found.then_some(raw))
-    }
-
-    fn raw_ref(&self, id: &str) -> Result<Option<RawRef>> {
-        let table = self.tx.open_table(RAW_OF)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-}
-
-/// The text, HTML and headers of a received message, decoded as inbound delivery decodes them
-/// (the inbound parser, `inspect`), so a copy stored without them reads back the same.
-fn fill_bodies(email: &mut Email, raw: &[u8]) {
-    let Some(message) = MessageParser::default().parse(raw) else {
-        return;
-    };
-    email.text = message.body_text(0).map(Cow::into_owned);
-    email.html = message.body_html(0).map(Cow::into_owned);
-    email.headers = message
-        .headers_raw()
-        .map(|(name, value)| Header { name: name.to_owned(), value: value.trim().to_owned() })
-        .collect();
 }
 
 fn decoded_len(email: &Email) -> usize {
@@ -216,8 +91,10 @@ fn without_bodies(e: &Email) -> Email {
 
 #[cfg(test)]
 mod tests {
-    use redb::ReadableTableMetadata;
+    use redb::{ReadableTable, ReadableTableMetadata};
 
+    use super::super::emails::fill_bodies;
+    use super::super::tables::*;
     use super::super::{Folder, Store};
     use super::*;
 
@@ -251,7 +128,7 @@ mod tests {
     /// (blobs, bytes in blobs, references, bytes in email documents, legacy raw messages)
     fn footprint(store: &Store) -> (u64, usize, u64, usize, u64) {
         store
-            .read_blocking(|r| {
+            .read_blocking(|r| -> Result<_> {
                 let mut blob_bytes = 0;
                 let mut blobs = std::collections::HashSet::new();
                 for entry in r.tx.open_table(RAW_BLOBS)?.iter()? {
@@ -280,7 +157,7 @@ mod tests {
     fn remove(store: &Store, id: &str) {
         let id = id.to_owned();
         store
-            .write_blocking(move |w| {
+            .write_blocking(move |w| -> Result<_> {
                 assert_eq!(w.delete_email("x.test", &id)?, super::super::Deleted::MovedToTrash);
                 assert_eq!(w.delete_email("x.test", &id)?, super::super::Deleted::Removed);
                 Ok(())
@@ -304,7 +181,7 @@ mod tests {
         let check = |ids: Vec<String>| {
             let (raw, expected) = (raw.clone(), expected.clone());
             store
-                .read_blocking(move |r| {
+                .read_blocking(move |r| -> Result<_> {
                     for id in &ids {
                         assert_eq!(r.raw_message(id)?.as_deref(), Some(raw.as_slice()));
                         let email = r.email("x.test", id)?.expect("stored"); // ok: test
@@ -355,7 +232,7 @@ mod tests {
         old.summary.id = "em_old".into();
         let legacy = raw.clone();
         store
-            .write_blocking(move |w| {
+            .write_blocking(move |w| -> Result<_> {
                 w.insert_email(&old)?;
                 w.tx.open_table(RAW)?.insert("em_old", legacy.as_slice())?;
                 Ok(())
@@ -384,7 +261,7 @@ mod tests {
         store.write_blocking(move |w| w.store_received(&warm, &raw)).expect("store"); // ok: test
         assert_eq!(footprint(&store).0, 1);
         let pruned = store
-            .write_blocking(|w| {
+            .write_blocking(|w| -> Result<_> {
                 Ok(w.prune_warmup_mail("m0@x.test", u64::MAX, 10)?
                     + w.prune_warmup_mail("m1@x.test", u64::MAX, 10)?)
             })

@@ -4,9 +4,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result};
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode, scan_domain};
-use crate::error::{Error, Result};
+use super::{Rtx, Tables, Wtx, encode, get_json, scan_domain};
 use crate::ids::now_ms;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -17,6 +17,14 @@ pub struct Mailbox {
     pub domain: String,
     pub display_name: Option<String>,
     pub created_at: u64,
+}
+
+fn mailbox(tx: &impl Tables, domain: &str, local: &str) -> Result<Option<Mailbox>> {
+    get_json(tx, MAILBOXES, (domain, local))
+}
+
+fn of_domain(tx: &impl Tables, domain: &str) -> Result<Vec<Mailbox>> {
+    scan_domain(&tx.table(MAILBOXES)?, domain)
 }
 
 impl Wtx<'_> {
@@ -45,32 +53,25 @@ impl Wtx<'_> {
         Ok(mailbox)
     }
 
-    /// Deletes the mailbox, every email in it, and its membership of every sender group.
-    pub fn delete_mailbox(&mut self, domain: &str, local: &str) -> Result<()> {
-        if self.tx.open_table(MAILBOXES)?.remove((domain, local))?.is_none() {
-            return Err(Error::not_found("mailbox"));
-        }
-        let address = format!("{local}@{domain}");
-        self.delete_mailbox_contents(&address)?;
-        self.remove_from_groups(domain, &address)?;
-        self.remove_warmup(domain, local)?;
-        Ok(())
-    }
-
     /// Whether `address` (lower-cased `local@domain`) is a mailbox.
     pub fn mailbox_exists(&self, address: &str) -> Result<bool> {
         let (local, domain) = address.rsplit_once('@').unwrap_or((address, ""));
         Ok(self.tx.open_table(MAILBOXES)?.get((domain, local))?.is_some())
     }
 
+    /// The mailbox `local@domain`, for the warmup engine inside a write.
+    pub fn mailbox_in_write(&self, domain: &str, local: &str) -> Result<Option<Mailbox>> {
+        mailbox(self, domain, local)
+    }
+
     pub(super) fn domain_mailboxes(&self, domain: &str) -> Result<Vec<Mailbox>> {
-        scan_domain(&self.tx.open_table(MAILBOXES)?, domain)
+        of_domain(self, domain)
     }
 }
 
 impl Rtx {
     pub fn mailboxes(&self, domain: &str) -> Result<Vec<Mailbox>> {
-        scan_domain(&self.tx.open_table(MAILBOXES)?, domain)
+        of_domain(self, domain)
     }
 
     /// The domain's mailboxes as a JSON array, straight from the stored documents.
@@ -93,8 +94,6 @@ impl Rtx {
     }
 
     pub fn mailbox(&self, domain: &str, local: &str) -> Result<Option<Mailbox>> {
-        let table = self.tx.open_table(MAILBOXES)?;
-        let found = table.get((domain, local))?;
-        found.map(|v| decode(v.value())).transpose()
+        mailbox(self, domain, local)
     }
 }

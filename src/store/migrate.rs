@@ -4,8 +4,9 @@
 
 use redb::{Database, ReadableTable, WriteTransaction};
 
+use super::batches::Batch;
+use super::error::{Error, Result};
 use super::tables::*;
-use crate::error::{Error, Result};
 
 /// The layout this build writes.
 pub const SCHEMA_VERSION: u64 = 3;
@@ -26,13 +27,13 @@ fn index_batches_by_domain(tx: &WriteTransaction) -> Result<()> {
     let mut index = tx.open_table(BATCHES_BY_DOMAIN)?;
     for entry in batches.iter()? {
         let (key, value) = entry?;
-        let batch: super::Batch = super::decode(value.value())?;
+        let batch: Batch = super::decode(value.value())?;
         index.insert((batch.domain.as_str(), key.value()), ())?;
     }
     Ok(())
 }
 
-pub fn upgrade(db: &Database) -> Result<()> {
+pub(super) fn upgrade(db: &Database) -> Result<()> {
     let tx = db.begin_write()?;
     create_tables(&tx)?;
     let found = tx.open_table(META)?.get("schema_version")?.map(|v| v.value());

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::emails::Email;
+use super::error::{Error, Result};
 use super::status::EnrollmentStatus;
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode};
-use crate::error::{Error, Result};
+use super::{Rtx, Tables, Wtx, decode, encode, get_json};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -114,6 +115,10 @@ fn allowed(from: EnrollmentStatus, to: EnrollmentStatus) -> bool {
     }
 }
 
+fn sequence(tx: &impl Tables, id: &str) -> Result<Option<Sequence>> {
+    get_json(tx, SEQUENCES, id)
+}
+
 impl Wtx<'_> {
     pub fn create_sequence(&mut self, sequence: &Sequence) -> Result<()> {
         let id = sequence.id.as_str();
@@ -123,9 +128,7 @@ impl Wtx<'_> {
     }
 
     pub fn load_sequence(&self, id: &str) -> Result<Option<Sequence>> {
-        let table = self.tx.open_table(SEQUENCES)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
+        sequence(self, id)
     }
 
     pub fn save_sequence(&mut self, sequence: &Sequence) -> Result<()> {
@@ -320,6 +323,19 @@ impl Wtx<'_> {
         Ok(true)
     }
 
+    /// Ends the enrollment a sequence message belongs to (a reply, bounce or unsubscribe).
+    pub(super) fn end_enrollment_of(
+        &mut self,
+        email: &Email,
+        status: EnrollmentStatus,
+        at: u64,
+    ) -> Result<()> {
+        if let Some(enrollment) = &email.enrollment_id {
+            self.end_enrollment(enrollment, status, at)?;
+        }
+        Ok(())
+    }
+
     /// Updates the message counters of the sequence a sent message belongs to.
     pub fn bump_sequence(
         &mut self,
@@ -397,9 +413,7 @@ impl Rtx {
     }
 
     pub fn sequence(&self, id: &str) -> Result<Option<Sequence>> {
-        let table = self.tx.open_table(SEQUENCES)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
+        sequence(self, id)
     }
 
     /// Up to `limit` enrollment steps due at or before `now`, earliest first, and the due time of

@@ -17,10 +17,10 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::Email;
+use super::error::Result;
 use super::status::{DeliveryStatus, SendType};
 use super::tables::DAILY_STATS;
 use super::{Rtx, Wtx, decode, encode};
-use crate::error::Result;
 
 const DAY_MS: u64 = 86_400_000;
 

@@ -1,15 +1,14 @@
 //! Warmup enrollments: one record per mailbox holding its settings and counters. The rules that
-//! change them live in the warmup engine; this file only reads and writes the records, and lends
-//! that module the few lookups it needs inside a write.
+//! change them live in the warmup engine; this file only reads and writes the records, and prunes
+//! the warmup mail the engine no longer needs.
 
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::{Email, Folder};
-use super::mailboxes::Mailbox;
+use super::error::Result;
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode, scan_domain};
-use crate::error::Result;
+use super::{Rtx, Tables, Wtx, decode, encode, get_json, scan_domain};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -46,11 +45,13 @@ impl Warmup {
     }
 }
 
+fn warmup(tx: &impl Tables, domain: &str, local: &str) -> Result<Option<Warmup>> {
+    get_json(tx, WARMUP, (domain, local))
+}
+
 impl Wtx<'_> {
     pub fn warmup(&self, domain: &str, local: &str) -> Result<Option<Warmup>> {
-        let table = self.tx.open_table(WARMUP)?;
-        let found = table.get((domain, local))?;
-        found.map(|v| decode(v.value())).transpose()
+        warmup(self, domain, local)
     }
 
     pub fn put_warmup(&mut self, record: &Warmup) -> Result<()> {
@@ -62,21 +63,6 @@ impl Wtx<'_> {
     pub(super) fn remove_warmup(&mut self, domain: &str, local: &str) -> Result<()> {
         self.tx.open_table(WARMUP)?.remove((domain, local))?;
         Ok(())
-    }
-
-    /// Any stored email by id, for warmup bookkeeping inside a write.
-    pub fn email_in_write(&self, id: &str) -> Result<Option<Email>> {
-        self.load_email(id)
-    }
-
-    pub fn mailbox_in_write(&self, domain: &str, local: &str) -> Result<Option<Mailbox>> {
-        let table = self.tx.open_table(MAILBOXES)?;
-        let found = table.get((domain, local))?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
-    pub fn hosts_in_write(&self, domain: &str) -> Result<bool> {
-        self.domain_exists(domain)
     }
 
     /// Removes up to `limit` of the mailbox's warmup messages created before `before` (those the
@@ -121,9 +107,7 @@ impl Wtx<'_> {
 
 impl Rtx {
     pub fn warmup(&self, domain: &str, local: &str) -> Result<Option<Warmup>> {
-        let table = self.tx.open_table(WARMUP)?;
-        let found = table.get((domain, local))?;
-        found.map(|v| decode(v.value())).transpose()
+        warmup(self, domain, local)
     }
 
     /// The domain's enrollments, in local-part order.
@@ -186,7 +170,7 @@ mod tests {
         let n = store.write_blocking(|w| w.prune_warmup_mail("a@x.test", 100, 50)).expect("prune"); // ok: test
         assert_eq!(n, 1);
         store
-            .read_blocking(|r| {
+            .read_blocking(|r| -> Result<_> {
                 assert!(r.email_by_id("em_old")?.is_none());
                 assert!(r.email_by_id("em_queued")?.is_some());
                 assert!(r.email_by_id("em_new")?.is_some());

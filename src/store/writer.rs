@@ -2,13 +2,13 @@
 //! writes, drains every job that queued up while the previous commit was syncing, runs them all in
 //! one transaction and answers each caller only after that transaction is durable.
 
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use redb::{Database, WriteTransaction};
 use tokio::sync::oneshot;
 
-use crate::error::{Error, Result};
+use super::error::{Error, JobError, Result};
 
 /// At most this many jobs share a commit, bounding the latency one batch adds to its first job.
 const MAX_BATCH: usize = 512;
@@ -18,21 +18,23 @@ trait Job: Send {
     /// Runs the write. A job must do its checks before it writes: an `Err` from a job that
     /// already wrote would be committed with the batch.
     fn run(&mut self, tx: &WriteTransaction);
-    /// Whether the job hit a storage failure; the whole batch is then aborted.
+    /// Whether the job hit a fault (a storage failure); the whole batch is then aborted.
     fn failed_storage(&self) -> bool;
-    fn finish(self: Box<Self>, commit: Result<()>);
+    /// Answers the caller; `commit` is the batch's outcome, shared by all its jobs.
+    fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>);
 }
 
-struct Pending<F, T> {
+struct Pending<F, T, E> {
     work: Option<F>,
-    outcome: Option<Result<T>>,
-    reply: oneshot::Sender<Result<T>>,
+    outcome: Option<Result<T, E>>,
+    reply: oneshot::Sender<Result<T, E>>,
 }
 
-impl<F, T> Job for Pending<F, T>
+impl<F, T, E> Job for Pending<F, T, E>
 where
-    F: FnOnce(&WriteTransaction) -> Result<T> + Send,
+    F: FnOnce(&WriteTransaction) -> Result<T, E> + Send,
     T: Send,
+    E: JobError + Send,
 {
     fn run(&mut self, tx: &WriteTransaction) {
         if let Some(work) = self.work.take() {
@@ -41,19 +43,17 @@ where
     }
 
     fn failed_storage(&self) -> bool {
-        matches!(self.outcome, Some(Err(Error::Internal(_))))
+        matches!(&self.outcome, Some(Err(e)) if e.is_fault())
     }
 
-    fn finish(self: Box<Self>, commit: Result<()>) {
+    fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>) {
         let answer = match (commit, self.outcome) {
             (Ok(()), Some(outcome)) => outcome,
-            (Ok(()), None) => Err(Error::internal("write job did not run")),
-            (Err(e), Some(Err(job_error))) if !matches!(job_error, Error::Internal(_)) => {
-                // The job's own refusal stands even when the batch failed: it wrote nothing.
-                drop(e);
-                Err(job_error)
-            }
-            (Err(e), _) => Err(e),
+            (Ok(()), None) => Err(Error::internal("write job did not run").into()),
+            // The job's own refusal stands even when the batch failed: it wrote nothing. So does
+            // its own fault, which is what aborted the batch.
+            (Err(_), Some(Err(job_error))) => Err(job_error),
+            (Err(batch), _) => Err(Error::Aborted(batch).into()),
         };
         // The caller may have gone away (request cancelled); the write stands regardless.
         let _ = self.reply.send(answer);
@@ -69,25 +69,27 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn start(db: std::sync::Arc<Database>) -> Result<Self> {
+    pub(super) fn start(db: Arc<Database>) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run_writer(&db, rx))?;
+            .spawn(move || run_writer(&db, rx))
+            .map_err(|e| Error::io("cannot start the store writer thread", e))?;
         Ok(Writer { tx, thread: std::sync::Mutex::new(Some(thread)) })
     }
 
     /// Queues `work`; the receiver yields its result once it is durable.
-    pub(super) fn submit<F, T>(&self, work: F) -> oneshot::Receiver<Result<T>>
+    pub(super) fn submit<F, T, E>(&self, work: F) -> oneshot::Receiver<Result<T, E>>
     where
-        F: FnOnce(&WriteTransaction) -> Result<T> + Send + 'static,
+        F: FnOnce(&WriteTransaction) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
+        E: JobError + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Pending { work: Some(work), outcome: None, reply });
-        if let Err(mpsc::SendError(Some(job))) = self.tx.send(Some(job)) {
-            job.finish(Err(Error::Unavailable("the store is shutting down".into())));
-        }
+        // Once the thread is gone the job is dropped unrun, closing `answer`: the caller reads
+        // that as the store shutting down (503), not as a failed commit.
+        let _ = self.tx.send(Some(job));
         answer
     }
 
@@ -129,15 +131,12 @@ fn run_writer(db: &Database, rx: mpsc::Receiver<Msg>) {
                 Err(_) => break,
             }
         }
-        let commit = run_batch(db, &mut batch);
+        let commit = run_batch(db, &mut batch).map_err(Arc::new);
         if let Err(e) = &commit {
             tracing::error!(error = %e, jobs = batch.len(), "store commit failed");
         }
         for job in batch.drain(..) {
-            job.finish(match &commit {
-                Ok(()) => Ok(()),
-                Err(e) => Err(Error::internal(e)),
-            });
+            job.finish(commit.clone());
         }
     }
 }
@@ -153,4 +152,72 @@ fn run_batch(db: &Database, batch: &mut [Box<dyn Job>]) -> Result<()> {
     }
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+
+    use super::*;
+
+    const T: TableDefinition<&str, u64> = TableDefinition::new("t");
+
+    type Answer = oneshot::Receiver<Result<()>>;
+
+    /// A job that writes `key`, then answers `end`.
+    fn job(key: &'static str, end: fn() -> Result<()>) -> (Box<dyn Job>, Answer) {
+        let (reply, answer) = oneshot::channel();
+        let work = move |tx: &WriteTransaction| -> Result<()> {
+            tx.open_table(T)?.insert(key, 1)?;
+            end()
+        };
+        (Box::new(Pending { work: Some(work), outcome: None, reply }), answer)
+    }
+
+    /// Runs the jobs as one group commit; returns their answers and the keys the file holds.
+    fn commit(jobs: Vec<(Box<dyn Job>, Answer)>) -> (Vec<Result<()>>, Vec<String>) {
+        let dir = std::env::temp_dir().join(format!("edgemail-writer-{}", crate::ids::new_id("t")));
+        std::fs::create_dir_all(&dir).expect("dir"); // ok: test
+        let db = Database::create(dir.join("w.redb")).expect("db"); // ok: test
+        let (mut batch, answers): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
+        let outcome = run_batch(&db, &mut batch).map_err(Arc::new);
+        batch.into_iter().for_each(|job| job.finish(outcome.clone()));
+        let answers = answers.into_iter().map(|mut a| a.try_recv().expect("answered")).collect(); // ok: test
+        let mut keys = Vec::new();
+        let tx = db.begin_read().expect("read"); // ok: test
+        if let Ok(table) = tx.open_table(T) {
+            for entry in table.iter().expect("iter") {
+                // ok: test
+                keys.push(entry.expect("entry").0.value().to_owned()); // ok: test
+            }
+        }
+        drop((tx, db));
+        std::fs::remove_dir_all(&dir).ok();
+        (answers, keys)
+    }
+
+    #[test]
+    fn a_refusal_answers_its_own_job_and_the_batch_still_commits() {
+        let (answers, keys) = commit(vec![
+            job("a", || Ok(())),
+            job("b", || Err(Error::not_found("thing"))),
+            job("c", || Ok(())),
+        ]);
+        assert!(matches!(answers[..], [Ok(()), Err(Error::NotFound(_)), Ok(())]), "{answers:?}");
+        // A refusal must come before any write of its job; this one wrote first, and that stands.
+        assert_eq!(keys, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_fault_aborts_the_whole_batch_and_each_job_learns_why() {
+        let (answers, keys) = commit(vec![
+            job("a", || Ok(())),
+            job("b", || Err(Error::internal("broken"))),
+            job("c", || Ok(())),
+        ]);
+        assert!(keys.is_empty(), "nothing of an aborted batch is written: {keys:?}");
+        assert!(matches!(&answers[0], Err(Error::Aborted(_))), "{answers:?}");
+        assert!(matches!(&answers[1], Err(Error::Internal(m)) if m == "broken"));
+        assert!(matches!(&answers[2], Err(Error::Aborted(_))));
+    }
 }

@@ -127,7 +127,7 @@ async fn round(app: &Deps, seen: Seen, local: &[String], now: u64, cutoff: u64) 
     let mailbox = record.mailbox.clone();
     let sent = app
         .store
-        .write(move |w| {
+        .write(move |w| -> Result<_> {
             let (domain, local) = key_of(&mailbox);
             let Some(mut rec) = w.warmup(domain, local)? else {
                 return Ok(false);

@@ -166,7 +166,7 @@ fn a_large_copy_reads_back_exactly_as_inbound_parsing_made_it() {
     for copy in copies {
         let (id, raw) = (copy.summary.id.clone(), raw.clone());
         let (email, by_id, kept) = store
-            .read_blocking(move |r| {
+            .read_blocking(move |r| -> edgemail::store::Result<_> {
                 Ok((r.email("alpha.test", &id)?, r.email_by_id(&id)?, r.raw_message(&id)?))
             })
             .expect("read");

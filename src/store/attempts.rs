@@ -1,0 +1,112 @@
+//! Committing a delivery attempt. Its outcome is one transaction that updates every recipient,
+//! re-queues what must be retried, moves a finished message from `outbox` to `sent`, suppresses
+//! hard-bounced addresses and counts what happened for the batch, the sequence and the day.
+
+use super::Wtx;
+use super::batches::Event;
+use super::emails::Folder;
+use super::error::Result;
+use super::stats::{self, DayCounts};
+use super::status::{DeliveryStatus, EnrollmentStatus};
+use super::tables::*;
+
+/// What one attempt did for one recipient.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered(String),
+    /// Temporary failure; retried later.
+    Deferred(String),
+    /// Permanent failure: the address is suppressed.
+    Bounced(String),
+    /// Gave up after the maximum age.
+    Failed(String),
+}
+
+impl Outcome {
+    fn status(&self) -> DeliveryStatus {
+        match self {
+            Outcome::Delivered(_) => DeliveryStatus::Delivered,
+            Outcome::Deferred(_) => DeliveryStatus::Deferred,
+            Outcome::Bounced(_) => DeliveryStatus::Bounced,
+            Outcome::Failed(_) => DeliveryStatus::Failed,
+        }
+    }
+
+    fn response(&self) -> &str {
+        match self {
+            Outcome::Delivered(r)
+            | Outcome::Deferred(r)
+            | Outcome::Bounced(r)
+            | Outcome::Failed(r) => r,
+        }
+    }
+}
+
+impl Wtx<'_> {
+    /// Commits the outcome of an attempt made under the queue entry `(due, id)`. An entry that is
+    /// gone means the message was cancelled or deleted meanwhile: the outcome is dropped.
+    pub fn finish_attempt(
+        &mut self,
+        id: &str,
+        due: u64,
+        outcomes: &[(String, Outcome)],
+        retry_at: u64,
+    ) -> Result<()> {
+        if self.tx.open_table(QUEUE)?.remove((due, id))?.is_none() {
+            return Ok(());
+        }
+        let Some(mut email) = self.load_email(id)? else {
+            return Ok(());
+        };
+        let before = email.summary.clone();
+        let now = crate::ids::now_ms();
+        let domain = email.domain().to_owned();
+        let mut events = Vec::new();
+        let mut today = DayCounts::default();
+        for (recipient, outcome) in outcomes {
+            let Some(d) = email
+                .deliveries
+                .iter_mut()
+                .find(|d| d.recipient.eq_ignore_ascii_case(recipient) && !d.status.is_final())
+            else {
+                continue;
+            };
+            d.status = outcome.status();
+            d.attempts += 1;
+            d.last_response = Some(outcome.response().to_owned());
+            d.updated_at = now;
+            today.outcome(d.status);
+            match outcome {
+                Outcome::Bounced(reply) => {
+                    self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
+                    events.push(Event::Bounced);
+                }
+                Outcome::Delivered(_) => events.push(Event::Delivered),
+                _ => {}
+            }
+        }
+        for event in events {
+            self.count(&email, event)?;
+            if let Event::Bounced = event {
+                self.end_enrollment_of(&email, EnrollmentStatus::Bounced, now)?;
+            }
+        }
+        if email.all_final() {
+            email.next_attempt_at = None;
+            email.summary.folder = Folder::once_sent(email.summary.folder);
+        } else {
+            email.next_attempt_at = Some(retry_at);
+            self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
+        }
+        if today.sent > 0 && stats::counted(&email) {
+            self.bump_day(&domain, now, |c| {
+                c.sent += today.sent;
+                c.delivered += today.delivered;
+                c.bounced += today.bounced;
+                c.failed += today.failed;
+            })?;
+        }
+        email.summary.status = email.overall_status();
+        self.replace_email(&before, &email)
+    }
+}

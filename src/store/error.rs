@@ -1,0 +1,200 @@
+//! The store's own error. It keeps what the store decides (not found, conflict, invalid,
+//! unavailable) apart from faults of the file beneath it, and keeps each fault's source, without
+//! a redb type in any signature. The mapping onto the API's error is here, not in `error`: that
+//! is the ground floor and does not name `store`.
+
+use std::fmt;
+use std::sync::Arc;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug)]
+pub enum Error {
+    /// The text names what was not found.
+    NotFound(String),
+    Conflict(String),
+    /// A request the store refuses as it stands; `hint` tells the caller how to fix it.
+    Invalid {
+        message: String,
+        hint: String,
+    },
+    /// The store cannot serve now: the file is open elsewhere, newer than this build, or the
+    /// store is shutting down.
+    Unavailable(String),
+    /// redb failed; the source is its error.
+    Storage(Box<dyn std::error::Error + Send + Sync>),
+    /// A record did not encode, or a stored one did not decode.
+    Codec(serde_json::Error),
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    /// A state the store should never reach (a secret or a raw message missing).
+    Internal(String),
+    /// The write's own work succeeded, but the group commit it shared failed or was aborted by
+    /// another job's fault; the source is the batch's error, shared by all its jobs.
+    Aborted(Arc<Error>),
+    /// The blocking task running a read panicked or was cancelled.
+    Task(tokio::task::JoinError),
+}
+
+impl Error {
+    pub fn invalid(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Error::Invalid { message: message.into(), hint: hint.into() }
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Error::NotFound(format!("{what} not found"))
+    }
+
+    pub fn internal(detail: impl fmt::Display) -> Self {
+        Error::Internal(detail.to_string())
+    }
+
+    pub(super) fn io(context: impl fmt::Display, source: std::io::Error) -> Self {
+        Error::Io { context: context.to_string(), source }
+    }
+
+    /// Whether this is a fault rather than an answer: after a fault, a write transaction may be
+    /// left half done, so the writer aborts the batch.
+    pub fn is_fault(&self) -> bool {
+        !matches!(
+            self,
+            Error::NotFound(_) | Error::Conflict(_) | Error::Invalid { .. } | Error::Unavailable(_)
+        )
+    }
+}
+
+/// Display carries the source's text too, so that a one-line log of the error is complete.
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotFound(m) | Error::Conflict(m) | Error::Unavailable(m) => f.write_str(m),
+            Error::Invalid { message, .. } => f.write_str(message),
+            Error::Storage(e) => write!(f, "storage: {e}"),
+            Error::Codec(e) => write!(f, "a record does not encode or decode: {e}"),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::Internal(m) => f.write_str(m),
+            Error::Aborted(e) => write!(f, "the group commit of this write failed: {e}"),
+            Error::Task(e) => write!(f, "the read task failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Storage(e) => Some(e.as_ref()),
+            Error::Codec(e) => Some(e),
+            Error::Io { source, .. } => Some(source),
+            Error::Aborted(e) => Some(e.as_ref()),
+            Error::Task(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! storage_error {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Storage(Box::new(e))
+            }
+        }
+    )*};
+}
+storage_error!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Codec(e)
+    }
+}
+
+/// What the error of a write job must offer the writer: a way to carry the store's own failures,
+/// and whether it is a fault, which aborts the group commit, or an answer (a refusal), after which
+/// the other jobs' writes still commit.
+pub trait JobError: From<Error> {
+    fn is_fault(&self) -> bool;
+}
+
+impl JobError for Error {
+    fn is_fault(&self) -> bool {
+        Error::is_fault(self)
+    }
+}
+
+/// The API's error: the store's answers keep their meaning (404, 409, 400, 503); its faults
+/// become `Storage`, a 500 that keeps this error as its source.
+impl From<Error> for crate::error::Error {
+    fn from(e: Error) -> Self {
+        use crate::error::Error as Api;
+        match e {
+            Error::NotFound(m) => Api::NotFound(m),
+            Error::Conflict(m) => Api::Conflict(m),
+            Error::Invalid { message, hint } => Api::Invalid { message, hint },
+            Error::Unavailable(m) => Api::Unavailable(m),
+            fault => Api::Storage(Box::new(fault)),
+        }
+    }
+}
+
+/// In a write job that returns the API's error, a fault is what it was before there was a
+/// store error: `Internal` (raised by the job itself) or `Storage` (from the store).
+impl JobError for crate::error::Error {
+    fn is_fault(&self) -> bool {
+        use crate::error::Error as Api;
+        matches!(self, Api::Internal(_) | Api::Storage(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+    use crate::error::Error as Api;
+
+    #[test]
+    fn a_storage_fault_reaches_the_api_error_with_its_source() {
+        let redb = redb::StorageError::Corrupted("page 7".into());
+        let api = Api::from(Error::from(redb));
+        assert!(matches!(api, Api::Storage(_)));
+        assert!(JobError::is_fault(&api), "a storage fault aborts the batch");
+        let store = api.source().expect("the store error"); // ok: test
+        assert!(store.source().is_some_and(|e| e.to_string().contains("page 7")));
+        assert!(api.to_string().starts_with("internal error: storage: "), "{api}");
+    }
+
+    #[test]
+    fn answers_keep_their_api_meaning() {
+        let cases = [
+            (Error::not_found("domain"), "NotFound"),
+            (Error::Conflict("taken".into()), "Conflict"),
+            (Error::invalid("bad", "fix it"), "Invalid"),
+            (Error::Unavailable("closing".into()), "Unavailable"),
+        ];
+        for (error, want) in cases {
+            assert!(!error.is_fault(), "{error}");
+            let api = Api::from(error);
+            let got = match &api {
+                Api::NotFound(m) if m == "domain not found" => "NotFound",
+                Api::Conflict(m) if m == "taken" => "Conflict",
+                Api::Invalid { message, hint } if message == "bad" && hint == "fix it" => "Invalid",
+                Api::Unavailable(m) if m == "closing" => "Unavailable",
+                _ => "something else",
+            };
+            assert_eq!(got, want, "{api:?}");
+            assert!(!JobError::is_fault(&api));
+        }
+        let codec = serde_json::from_slice::<u32>(b"x").map_err(Error::from);
+        assert!(codec.is_err_and(|e| e.is_fault() && e.source().is_some()));
+    }
+}

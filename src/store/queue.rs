@@ -1,0 +1,84 @@
+//! The delivery queue: an outbound message waits in `QUEUE` under its next due time, so "what is
+//! due" is one range read from the start. Also the Message-ID index of what we sent, written
+//! when a message is queued, which links bounces and replies back to it. Committing what an
+//! attempt did is `attempts`'.
+
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use super::emails::{Email, Folder};
+use super::error::Result;
+use super::tables::*;
+use super::{Rtx, Tables, Wtx};
+
+fn sent_with_message_id(tx: &impl Tables, message_id: &str) -> Result<Option<String>> {
+    let table = tx.table(MESSAGE_IDS)?;
+    let found = table.get(message_id)?;
+    Ok(found.map(|v| v.value().to_owned()))
+}
+
+impl Wtx<'_> {
+    /// Stores an outbound message in its outbox and queues it for `due`.
+    pub fn enqueue(&mut self, email: &Email, due: u64) -> Result<()> {
+        self.insert_email(email)?;
+        self.tx.open_table(QUEUE)?.insert((due, email.summary.id.as_str()), ())?;
+        if let Some(message_id) = &email.message_id {
+            let mut ids = self.tx.open_table(MESSAGE_IDS)?;
+            ids.insert(message_id.as_str(), email.summary.id.as_str())?;
+        }
+        Ok(())
+    }
+
+    /// Cancels what of a message still waits in the queue; it then counts as sent.
+    pub(super) fn cancel_queued(&mut self, id: &str) -> Result<()> {
+        let Some(mut email) = self.load_email(id)? else { return Ok(()) };
+        let Some(due) = email.next_attempt_at.take() else { return Ok(()) };
+        let before = email.summary.clone();
+        self.tx.open_table(QUEUE)?.remove((due, id))?;
+        email.cancel_pending();
+        email.summary.folder = Folder::Sent;
+        self.replace_email(&before, &email)
+    }
+
+    /// The id of the email we sent with this Message-ID.
+    pub fn email_for_message_id(&self, message_id: &str) -> Result<Option<String>> {
+        sent_with_message_id(self, message_id)
+    }
+}
+
+impl Rtx {
+    /// Up to `limit` queue entries due at or before `now`, earliest first.
+    pub fn due(&self, now: u64, limit: usize) -> Result<Vec<(u64, String)>> {
+        let table = self.tx.open_table(QUEUE)?;
+        let mut out = Vec::new();
+        for entry in table.range((0u64, "")..)?.take(limit) {
+            let (key, _) = entry?;
+            let (due, id) = key.value();
+            if due > now {
+                break;
+            }
+            out.push((due, id.to_owned()));
+        }
+        Ok(out)
+    }
+
+    /// Whether the queue still holds this entry (an attempt may start from a stale scan).
+    pub fn is_queued(&self, due: u64, id: &str) -> Result<bool> {
+        Ok(self.tx.open_table(QUEUE)?.get((due, id))?.is_some())
+    }
+
+    /// The earliest due time in the queue.
+    pub fn next_due(&self) -> Result<Option<u64>> {
+        let table = self.tx.open_table(QUEUE)?;
+        let first = table.first()?;
+        Ok(first.map(|(k, _)| k.value().0))
+    }
+
+    pub fn queue_len(&self) -> Result<u64> {
+        Ok(self.tx.open_table(QUEUE)?.len()?)
+    }
+
+    /// The id of the email we sent with this Message-ID.
+    pub fn email_for_message_id(&self, message_id: &str) -> Result<Option<String>> {
+        sent_with_message_id(self, message_id)
+    }
+}

@@ -1,0 +1,112 @@
+//! Raw messages as received, kept once for all the copies they were delivered as.
+//!
+//! A message delivered to N hosted mailboxes becomes N emails, because each mailbox reads, moves
+//! and deletes its copy on its own, but its raw message is one blob in `RAW_BLOBS`. `RAW_REFS`
+//! lists the copies sharing a blob and the blob goes with the last of them: a set rather than a
+//! counter, so releasing a copy twice cannot take a blob from under another. Which blob a copy
+//! uses is recorded beside it in `RAW_OF`, not in `Email`: `Email` is also what the API answers,
+//! so the reference stays out of the API by construction, and none of the code that builds an
+//! `Email` has to know about it. Copies stored before blobs existed have no `RAW_OF` entry and
+//! their raw message under their own id in `RAW`; both are read and deleted alike, so old files
+//! need no migration.
+
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+
+use super::error::{Error, Result};
+use super::tables::*;
+use super::{Rtx, Wtx, decode, encode};
+
+/// The size of a `RAW_BLOBS` piece: with its key and the leaf's header it still fits a 1 MiB
+/// allocation.
+const CHUNK: usize = (1 << 20) - 4096;
+
+/// Where a received copy's raw message is, in `RAW_OF`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawRef {
+    blob: String,
+    /// The copy's document has no text, HTML or headers: they are decoded from the blob.
+    #[serde(default)]
+    bodies_in_blob: bool,
+}
+
+impl Wtx<'_> {
+    /// Stores `raw` as the blob `blob`, for the copies `share_raw` links to it.
+    pub(super) fn put_raw(&mut self, blob: &str, raw: &[u8]) -> Result<()> {
+        let mut blobs = self.tx.open_table(RAW_BLOBS)?;
+        for (n, piece) in (0u32..).zip(raw.chunks(CHUNK)) {
+            blobs.insert((blob, n), piece)?;
+        }
+        Ok(())
+    }
+
+    /// Records that email `id` is a copy of the raw message `blob`.
+    pub(super) fn share_raw(&mut self, id: &str, blob: &str, bodies_in_blob: bool) -> Result<()> {
+        let link = RawRef { blob: blob.to_owned(), bodies_in_blob };
+        self.tx.open_table(RAW_OF)?.insert(id, encode(&link)?.as_slice())?;
+        self.tx.open_table(RAW_REFS)?.insert((blob, id), ())?;
+        Ok(())
+    }
+
+    /// Lets go of the raw message of email `id` (when the email is deleted); the blob goes when
+    /// no other copy uses it.
+    pub(super) fn release_raw(&mut self, id: &str) -> Result<()> {
+        let link = self.tx.open_table(RAW_OF)?.remove(id)?.map(|v| decode::<RawRef>(v.value()));
+        let Some(link) = link.transpose()? else {
+            self.tx.open_table(RAW)?.remove(id)?;
+            return Ok(());
+        };
+        let blob = link.blob.as_str();
+        let mut refs = self.tx.open_table(RAW_REFS)?;
+        refs.remove((blob, id))?;
+        let mut rest = refs.range((blob, "")..)?;
+        let shared = rest.next().transpose()?.is_some_and(|(key, _)| key.value().0 == blob);
+        if !shared {
+            self.tx.open_table(RAW_BLOBS)?.retain_in((blob, 0)..=(blob, u32::MAX), |_, _| false)?;
+        }
+        Ok(())
+    }
+}
+
+impl Rtx {
+    pub fn raw_message(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        match self.raw_ref(id)? {
+            Some(link) => self.blob(&link.blob),
+            None => {
+                let table = self.tx.open_table(RAW)?;
+                let found = table.get(id)?;
+                Ok(found.map(|v| v.value().to_vec()))
+            }
+        }
+    }
+
+    /// The raw message of email `id` when the copy was stored without its bodies, which are then
+    /// decoded from it.
+    pub(super) fn raw_bodies(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        let Some(link) = self.raw_ref(id)?.filter(|l| l.bodies_in_blob) else {
+            return Ok(None);
+        };
+        let raw = self
+            .blob(&link.blob)?
+            .ok_or_else(|| Error::internal(format!("the raw message of email {id} is missing")))?;
+        Ok(Some(raw))
+    }
+
+    fn blob(&self, blob: &str) -> Result<Option<Vec<u8>>> {
+        let table = self.tx.open_table(RAW_BLOBS)?;
+        let mut raw = Vec::new();
+        let mut found = false;
+        for entry in table.range((blob, 0)..=(blob, u32::MAX))? {
+            raw.extend_from_slice(entry?.1.value());
+            found = true;
+        }
+        Ok(found.then_some(raw))
+    }
+
+    fn raw_ref(&self, id: &str) -> Result<Option<RawRef>> {
+        let table = self.tx.open_table(RAW_OF)?;
+        let found = table.get(id)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+}

@@ -1,0 +1,52 @@
+//! What goes with a domain or a mailbox. Removal is the one operation that reaches into every
+//! entity, so it sits above them all: each entity lends a `remove_*` for its own tables, and the
+//! entities themselves never call back up into one another to clean up.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{Error, Result};
+use super::tables::*;
+use super::{Wtx, drain_domain};
+
+/// What a domain removal took with it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    pub mailboxes: usize,
+    pub emails: usize,
+    pub contacts: usize,
+    pub sender_groups: usize,
+    pub keys_revoked: usize,
+}
+
+impl Wtx<'_> {
+    pub fn remove_domain(&mut self, name: &str) -> Result<Removed> {
+        if self.tx.open_table(DOMAINS)?.remove(name)?.is_none() {
+            return Err(Error::not_found("domain"));
+        }
+        let mut removed = Removed::default();
+        for mailbox in self.domain_mailboxes(name)? {
+            removed.emails += self.delete_mailbox_contents(&mailbox.address)?;
+            removed.mailboxes += 1;
+        }
+        removed.contacts = self.remove_domain_contacts(name)?;
+        self.remove_domain_sequences(name)?;
+        removed.sender_groups = drain_domain(&mut self.tx.open_table(GROUPS)?, name)?;
+        drain_domain(&mut self.tx.open_table(MAILBOXES)?, name)?;
+        drain_domain(&mut self.tx.open_table(WARMUP)?, name)?;
+        removed.keys_revoked = self.revoke_domain_keys(name)?;
+        Ok(removed)
+    }
+
+    /// Deletes the mailbox, every email in it, and its membership of every sender group.
+    pub fn delete_mailbox(&mut self, domain: &str, local: &str) -> Result<()> {
+        if self.tx.open_table(MAILBOXES)?.remove((domain, local))?.is_none() {
+            return Err(Error::not_found("mailbox"));
+        }
+        let address = format!("{local}@{domain}");
+        self.delete_mailbox_contents(&address)?;
+        self.remove_from_groups(domain, &address)?;
+        self.remove_warmup(domain, local)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,93 @@
+//! What comes back about a message we sent: a late bounce (a DSN), a complaint (an ARF report)
+//! or a reply. Each updates the message, the suppression list and the counters in one go, and
+//! ends the sequence enrollment the message belongs to.
+
+use super::batches::Event;
+use super::emails::Folder;
+use super::error::Result;
+use super::status::{DeliveryStatus, EnrollmentStatus};
+use super::tables::*;
+use super::{Wtx, stats};
+
+impl Wtx<'_> {
+    /// A late permanent failure (a DSN) for `recipient` of message `id`: the delivery becomes
+    /// `bounced` and the address is suppressed. Returns whether the message had that recipient.
+    pub fn record_bounce(
+        &mut self,
+        id: &str,
+        recipient: &str,
+        reason: &str,
+        at: u64,
+    ) -> Result<bool> {
+        let Some(mut email) = self.load_email(id)? else {
+            return Ok(false);
+        };
+        let before = email.summary.clone();
+        let Some(d) =
+            email.deliveries.iter_mut().find(|d| d.recipient.eq_ignore_ascii_case(recipient))
+        else {
+            return Ok(false);
+        };
+        let event = match d.status {
+            DeliveryStatus::Bounced => None,
+            DeliveryStatus::Delivered => Some(Event::BouncedAfterDelivery),
+            _ => Some(Event::Bounced),
+        };
+        let (was, counted_at) = (d.status, d.updated_at);
+        d.status = DeliveryStatus::Bounced;
+        d.last_response = Some(format!("DSN: {reason}"));
+        d.updated_at = at;
+        let domain = email.domain().to_owned();
+        if stats::counted(&email) {
+            self.count_late_bounce(&domain, was, counted_at, at)?;
+        }
+        self.suppress(&domain, recipient, "hard_bounce", &format!("DSN: {reason}"), at)?;
+        if email.all_final() {
+            if let Some(due) = email.next_attempt_at.take() {
+                self.tx.open_table(QUEUE)?.remove((due, id))?;
+            }
+            email.summary.folder = Folder::once_sent(email.summary.folder);
+        }
+        email.summary.status = email.overall_status();
+        self.replace_email(&before, &email)?;
+        if let Some(event) = event {
+            self.count(&email, event)?;
+        }
+        self.end_enrollment_of(&email, EnrollmentStatus::Bounced, at)?;
+        Ok(true)
+    }
+
+    /// An ARF complaint about `recipient` of message `id`: the address is suppressed, if it was
+    /// a recipient of that message (a report cannot name an arbitrary address). Returns whether
+    /// it was.
+    pub fn record_complaint(&mut self, id: &str, recipient: &str, at: u64) -> Result<bool> {
+        let Some(email) = self.load_email(id)? else {
+            return Ok(false);
+        };
+        if !email.deliveries.iter().any(|d| d.recipient.eq_ignore_ascii_case(recipient)) {
+            return Ok(false);
+        }
+        let domain = email.domain().to_owned();
+        self.suppress(&domain, recipient, "complaint", "ARF feedback report", at)?;
+        self.end_enrollment_of(&email, EnrollmentStatus::Cancelled, at)?;
+        Ok(true)
+    }
+
+    /// Counts a reply to message `id` (and, the first time, to its batch).
+    pub fn record_reply(&mut self, id: &str) -> Result<()> {
+        let Some(email) = self.load_email(id)? else {
+            return Ok(());
+        };
+        let mut t = self.tracking_of(id)?;
+        t.replies = t.replies.saturating_add(1);
+        self.put_tracking(id, &t)?;
+        if t.replies == 1 {
+            self.count(&email, Event::Replied)?;
+        }
+        if t.replies == 1 && stats::counted(&email) {
+            self.bump_day(email.domain(), crate::ids::now_ms(), |c| c.replied += 1)?;
+        }
+        self.end_enrollment_of(&email, EnrollmentStatus::Replied, crate::ids::now_ms())?;
+        Ok(())
+    }
+}

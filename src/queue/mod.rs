@@ -17,14 +17,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{Config, Delivery};
 use crate::dns::{Destination, Dns};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::now_ms;
 use crate::mail::sign::Signers;
 use crate::shutdown::Shutdown;
 use crate::store::{Email, Outcome, Store};
 use crate::tracking::Tokens;
 use crate::wake::Wake;
-use client::Pool;
+use client::{Broken, Pool};
 
 /// What the delivery engine works with: the narrow handles, not the whole server.
 pub struct Deps {
@@ -310,7 +310,7 @@ async fn deliver(
             let addr = SocketAddr::new(ip, port);
             match transact(app, addr, &host, from, recipients, message).await {
                 Ok(outcomes) => return outcomes,
-                Err(e) => tracing::info!(%host, %addr, error = %e, "delivery connection failed"),
+                Err(e) => tracing::info!(%host, %addr, error = %e.0, "delivery connection failed"),
             }
         }
     }
@@ -330,7 +330,8 @@ async fn deliver(
 }
 
 /// One transaction on a pooled session; a reused session that turns out dead gets one retry on
-/// a fresh connection.
+/// a fresh connection. A transport failure is a delivery outcome in the making (the caller
+/// tries the next address, then defers), never an error of the server.
 async fn transact(
     app: &Deps,
     addr: SocketAddr,
@@ -338,10 +339,9 @@ async fn transact(
     from: &str,
     recipients: &[String],
     message: &[u8],
-) -> Result<Vec<(String, Outcome)>> {
+) -> std::result::Result<Vec<(String, Outcome)>, Broken> {
     for _ in 0..2 {
-        let mut session =
-            app.queue.pool.session(addr, host).await.map_err(|e| Error::Unavailable(e.0))?;
+        let mut session = app.queue.pool.session(addr, host).await?;
         match session.transaction(from, recipients, message).await {
             Ok(outcomes) => {
                 app.queue.pool.put_back(addr, session);
@@ -350,8 +350,8 @@ async fn transact(
             Err(e) if session.reused => {
                 tracing::debug!(error = %e.0, %addr, "pooled session was dead")
             }
-            Err(e) => return Err(Error::Unavailable(e.0)),
+            Err(e) => return Err(e),
         }
     }
-    Err(Error::Unavailable(format!("{addr}: connection lost twice")))
+    Err(Broken(format!("{addr}: connection lost twice")))
 }

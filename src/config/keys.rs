@@ -1,0 +1,249 @@
+//! Every configuration key, as `section.key`, with the function that parses and sets it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::Config;
+use super::parse::*;
+
+pub(super) type Setter = fn(&mut Config, &str) -> Result<(), String>;
+
+/// Every key, as `section.key`, with the function that parses and sets it.
+pub(super) const KEYS: &[(&str, Setter)] = &[
+    ("storage.data_dir", |c, v| {
+        c.data_dir = PathBuf::from(v);
+        Ok(())
+    }),
+    ("storage.cache_size", |c, v| {
+        c.cache_size = parse_size(v)?;
+        Ok(())
+    }),
+    ("http.listen", |c, v| {
+        c.http.listen = parse_addr(v)?;
+        Ok(())
+    }),
+    ("http.public_url", |c, v| {
+        if !(v.starts_with("http://") || v.starts_with("https://")) {
+            return Err("expected a URL starting with http:// or https://".into());
+        }
+        c.http.public_url = Some(v.to_owned());
+        Ok(())
+    }),
+    ("http.body_limit", |c, v| {
+        c.http.body_limit = parse_size(v)?;
+        Ok(())
+    }),
+    ("http.header_timeout", |c, v| {
+        c.http.header_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("http.keep_alive", |c, v| {
+        c.http.keep_alive = parse_bool(v)?;
+        Ok(())
+    }),
+    ("http.max_connections", |c, v| {
+        c.http.max_connections = positive(v)?;
+        Ok(())
+    }),
+    ("http.max_connections_per_ip", |c, v| {
+        c.http.max_connections_per_ip = positive(v)?;
+        Ok(())
+    }),
+    ("http.body_timeout", |c, v| {
+        c.http.body_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("http.shutdown_grace", |c, v| {
+        c.http.shutdown_grace = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.listen", |c, v| {
+        c.smtp.listen = parse_addr(v)?;
+        Ok(())
+    }),
+    ("smtp.max_message_size", |c, v| {
+        c.smtp.max_message_size = parse_size(v)?;
+        Ok(())
+    }),
+    ("smtp.max_recipients", |c, v| {
+        c.smtp.max_recipients = positive(v)?;
+        Ok(())
+    }),
+    ("smtp.max_connections", |c, v| {
+        c.smtp.max_connections = positive(v)?;
+        Ok(())
+    }),
+    ("smtp.max_connections_per_ip", |c, v| {
+        c.smtp.max_connections_per_ip = positive(v)?;
+        Ok(())
+    }),
+    ("smtp.command_timeout", |c, v| {
+        c.smtp.command_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.data_timeout", |c, v| {
+        c.smtp.data_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.max_errors", |c, v| {
+        c.smtp.max_errors = positive(v)?;
+        Ok(())
+    }),
+    ("smtp.max_inflight_bytes", |c, v| {
+        c.smtp.max_inflight_bytes = parse_size(v)?;
+        Ok(())
+    }),
+    ("smtp.error_delay", |c, v| {
+        c.smtp.error_delay = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.feedback_senders", |c, v| {
+        c.smtp.feedback_senders = list(v)
+            .map(|d| crate::address::normalize_domain(d).map_err(|e| format!("{d:?}: {e}")))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }),
+    ("smtp.tls_cert", |c, v| {
+        c.smtp.tls_cert = Some(PathBuf::from(v));
+        Ok(())
+    }),
+    ("smtp.tls_key", |c, v| {
+        c.smtp.tls_key = Some(PathBuf::from(v));
+        Ok(())
+    }),
+    ("smtp.hostname", |c, v| {
+        c.smtp.hostname = Some(crate::address::normalize_domain(v)?);
+        Ok(())
+    }),
+    ("delivery.relay", |c, v| {
+        let (host, port) = v.rsplit_once(':').ok_or("expected HOST:PORT")?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err("expected HOST:PORT, such as smtp.example.com:587".into());
+        }
+        c.delivery.relay = Some(v.to_owned());
+        Ok(())
+    }),
+    ("delivery.relay_username", |c, v| {
+        c.delivery.relay_username = Some(v.to_owned());
+        Ok(())
+    }),
+    ("delivery.relay_password", |c, v| {
+        c.delivery.relay_password = Some(v.to_owned());
+        Ok(())
+    }),
+    ("delivery.allow_private", |c, v| {
+        c.delivery.allow_private = parse_bool(v)?;
+        Ok(())
+    }),
+    ("delivery.relay_ca", |c, v| {
+        c.delivery.relay_ca = Some(PathBuf::from(v));
+        Ok(())
+    }),
+    ("delivery.nameserver", |c, v| {
+        c.delivery.nameserver = Some(parse_addr(v)?);
+        Ok(())
+    }),
+    ("delivery.port", |c, v| {
+        c.delivery.port = v.parse().ok().filter(|p| *p > 0).ok_or("expected a port number")?;
+        Ok(())
+    }),
+    ("delivery.retry_initial", |c, v| {
+        c.delivery.retry_initial = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.retry_max_interval", |c, v| {
+        c.delivery.retry_max_interval = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.max_age", |c, v| {
+        c.delivery.max_age = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.concurrency", |c, v| {
+        c.delivery.concurrency = positive(v)?;
+        Ok(())
+    }),
+    ("delivery.per_domain", |c, v| {
+        c.delivery.per_domain = positive(v)?;
+        Ok(())
+    }),
+    ("delivery.connect_timeout", |c, v| {
+        c.delivery.connect_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.command_timeout", |c, v| {
+        c.delivery.command_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("delivery.dns_timeout", |c, v| {
+        c.delivery.dns_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("http.trusted_proxies", |c, v| {
+        c.http.trusted_proxies = parse_ips(v)?;
+        Ok(())
+    }),
+    ("delivery.sending_ips", |c, v| {
+        c.delivery.sending_ips = parse_ips(v)?;
+        Ok(())
+    }),
+    ("health.dnsbl_zones", |c, v| {
+        c.health.dnsbl_zones = list(v)
+            .map(|entry| {
+                let zone = entry.strip_prefix("domain:").unwrap_or(entry);
+                crate::address::normalize_domain(zone)
+                    .map(|z| if zone.len() == entry.len() { z } else { format!("domain:{z}") })
+                    .map_err(|e| format!("{entry:?}: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }),
+    ("tools.rate_per_minute", |c, v| {
+        c.tools.rate_per_minute = positive(v)?;
+        Ok(())
+    }),
+    ("tools.burst", |c, v| {
+        c.tools.burst = positive(v)?;
+        Ok(())
+    }),
+    ("api.rate_per_second", |c, v| {
+        c.api.rate_per_second = positive(v)?;
+        Ok(())
+    }),
+    ("api.burst", |c, v| {
+        c.api.burst = positive(v)?;
+        Ok(())
+    }),
+    ("warmup.tick", |c, v| {
+        c.warmup.tick = parse_duration(v)?.max(Duration::from_millis(10));
+        Ok(())
+    }),
+    ("warmup.spread", |c, v| {
+        c.warmup.spread = parse_duration(v)?;
+        Ok(())
+    }),
+    ("warmup.reply_delay", |c, v| {
+        c.warmup.reply_delay = parse_duration(v)?;
+        Ok(())
+    }),
+    ("warmup.keep", |c, v| {
+        c.warmup.keep = parse_duration(v)?;
+        Ok(())
+    }),
+    ("warmup.peers", |c, v| {
+        c.warmup.peers = v
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| match crate::address::parse(s) {
+                Ok(a) => Ok(format!("{}@{}", a.local.to_ascii_lowercase(), a.domain)),
+                Err(why) => Err(format!("{s:?} is not an email address: {why}")),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }),
+    ("log.level", |c, v| {
+        c.log.level = v.to_owned();
+        Ok(())
+    }),
+];

@@ -1,0 +1,326 @@
+//! Configuration: defaults, then a TOML file, then `EDGEMAIL_<SECTION>_<KEY>` variables, then
+//! command-line flags; the later wins. Every key is known by name, so a typo is an error, and all
+//! problems are reported together rather than one per start attempt.
+
+mod keys;
+mod parse;
+#[cfg(test)]
+mod tests;
+
+use keys::{KEYS, Setter};
+pub use parse::{parse_duration, parse_size};
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// Memory for the data file's page cache (`storage.cache_size`). What was read or written
+    /// stays resident up to this, so it bounds the server's memory as much as any limit here.
+    pub cache_size: usize,
+    pub http: Http,
+    pub smtp: Smtp,
+    pub delivery: Delivery,
+    pub tools: Tools,
+    pub api: Api,
+    pub health: Health,
+    pub log: Log,
+    pub warmup: Warmup,
+}
+
+#[derive(Debug, Clone)]
+pub struct Warmup {
+    /// How often the warmup engine looks for sends that are due.
+    pub tick: Duration,
+    /// The time over which a day's sends are spread (a send every `spread / dailyLimit`, with
+    /// jitter).
+    pub spread: Duration,
+    /// Replies go out after a random delay up to this.
+    pub reply_delay: Duration,
+    /// Warmup messages (hidden from users) are deleted this long after they were sent or
+    /// received.
+    pub keep: Duration,
+    /// Warmup addresses on other edgemail instances: partners to send to, and senders whose
+    /// warmup mail is recognized. Lower-cased.
+    pub peers: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Api {
+    /// Sustained requests per second per API key, and the burst allowed on top.
+    pub rate_per_second: u32,
+    pub burst: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Health {
+    /// DNS blacklists asked by the domain health check: `zone` for an IP list, `domain:zone` for
+    /// a list of domain names.
+    pub dnsbl_zones: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tools {
+    /// Sustained calls per minute per client IP, and the burst allowed on top.
+    pub rate_per_minute: u32,
+    pub burst: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// Send everything through this smarthost instead of the recipients' MX.
+    pub relay: Option<String>,
+    pub relay_username: Option<String>,
+    pub relay_password: Option<String>,
+    /// Send every DNS query to this server instead of the system's resolvers.
+    pub nameserver: Option<SocketAddr>,
+    /// The port of recipients' mail exchangers (25; tests point it at a local sink).
+    pub port: u16,
+    pub retry_initial: Duration,
+    pub retry_max_interval: Duration,
+    /// A message still undelivered this long after it was due is `failed`.
+    pub max_age: Duration,
+    /// Delivery attempts in flight at once.
+    pub concurrency: usize,
+    /// Connections at once to one destination domain.
+    pub per_domain: usize,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    pub dns_timeout: Duration,
+    /// The public addresses this server's mail leaves from; SPF must authorize them.
+    pub sending_ips: Vec<std::net::IpAddr>,
+    /// Deliver to mail exchangers at loopback, private, link-local or other non-public
+    /// addresses. Off by default: an MX record is chosen by whoever owns the recipient domain,
+    /// and following it inward would let API callers probe the private network.
+    pub allow_private: bool,
+    /// PEM file of the CA certificates that may sign the relay's certificate (default: the
+    /// system's trust store).
+    pub relay_ca: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Http {
+    pub listen: SocketAddr,
+    /// Base of links we hand out (documentation, later tracking); defaults to `http://<listen>`.
+    pub public_url: Option<String>,
+    pub body_limit: usize,
+    pub header_timeout: Duration,
+    pub keep_alive: bool,
+    pub max_connections: usize,
+    /// Open connections per client address (peers in `trusted_proxies` are exempt).
+    pub max_connections_per_ip: usize,
+    /// How long a request body may take to arrive, in total.
+    pub body_timeout: Duration,
+    pub shutdown_grace: Duration,
+    /// Peers whose `X-Forwarded-For` names the real client (a reverse proxy in front of us).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Smtp {
+    /// The inbound listener (this server is the MX of its domains).
+    pub listen: SocketAddr,
+    /// The name this server answers to as a mail exchanger; MX records point at it.
+    pub hostname: Option<String>,
+    pub max_message_size: usize,
+    pub max_recipients: usize,
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    /// RFC 5321 4.5.3.2: at least 5 minutes for a command, 10 for the end of DATA.
+    pub command_timeout: Duration,
+    pub data_timeout: Duration,
+    /// Bad commands tolerated before the connection is closed.
+    pub max_errors: usize,
+    /// Bytes of message data all sessions together may hold in memory while receiving; a
+    /// message that would pass it is refused with a temporary error.
+    pub max_inflight_bytes: usize,
+    /// The pause before answering a refused recipient, from the third one in a session on: it
+    /// slows down address harvesting.
+    pub error_delay: Duration,
+    /// Domains whose authenticated feedback reports (ARF) are trusted even when the report's
+    /// From domain is another one (feedback-loop services that sign with their own domain).
+    pub feedback_senders: Vec<String>,
+    /// PEM certificate chain and key for STARTTLS; a self-signed pair is made when absent.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Smtp {
+    /// The host name used in greetings and headers.
+    pub fn host(&self) -> &str {
+        self.hostname.as_deref().unwrap_or("localhost")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Log {
+    /// A `tracing` filter such as `info` or `edgemail=debug,warn`.
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./edgemail-data"),
+            cache_size: DEFAULT_CACHE_SIZE,
+            http: Http {
+                listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+                public_url: None,
+                body_limit: 1024 * 1024,
+                header_timeout: Duration::from_secs(10),
+                keep_alive: true,
+                max_connections: 10_000,
+                max_connections_per_ip: 256,
+                body_timeout: Duration::from_secs(30),
+                shutdown_grace: Duration::from_secs(10),
+                trusted_proxies: Vec::new(),
+            },
+            smtp: Smtp {
+                listen: SocketAddr::from(([127, 0, 0, 1], 2525)),
+                hostname: None,
+                max_message_size: 25 * 1024 * 1024,
+                max_recipients: 100,
+                max_connections: 1000,
+                max_connections_per_ip: 20,
+                command_timeout: Duration::from_secs(300),
+                data_timeout: Duration::from_secs(600),
+                max_errors: 10,
+                max_inflight_bytes: 256 * 1024 * 1024,
+                error_delay: Duration::from_secs(1),
+                feedback_senders: Vec::new(),
+                tls_cert: None,
+                tls_key: None,
+            },
+            delivery: Delivery {
+                relay: None,
+                relay_username: None,
+                relay_password: None,
+                nameserver: None,
+                port: 25,
+                retry_initial: Duration::from_secs(5 * 60),
+                retry_max_interval: Duration::from_secs(2 * 3600),
+                max_age: Duration::from_secs(3 * 86_400),
+                concurrency: 64,
+                per_domain: 8,
+                connect_timeout: Duration::from_secs(30),
+                command_timeout: Duration::from_secs(120),
+                dns_timeout: Duration::from_secs(5),
+                sending_ips: Vec::new(),
+                allow_private: false,
+                relay_ca: None,
+            },
+            tools: Tools { rate_per_minute: 30, burst: 10 },
+            api: Api { rate_per_second: 2_000, burst: 4_000 },
+            health: Health {
+                dnsbl_zones: [
+                    "zen.spamhaus.org",
+                    "bl.spamcop.net",
+                    "b.barracudacentral.org",
+                    "dnsbl.sorbs.net",
+                    "domain:dbl.spamhaus.org",
+                ]
+                .map(str::to_owned)
+                .to_vec(),
+            },
+            log: Log { level: "info".into() },
+            warmup: Warmup {
+                tick: Duration::from_secs(60),
+                spread: Duration::from_secs(86_400),
+                reply_delay: Duration::from_secs(30 * 60),
+                keep: Duration::from_secs(7 * 86_400),
+                peers: Vec::new(),
+            },
+        }
+    }
+}
+
+impl Config {
+    /// The public base URL without a trailing slash.
+    pub fn public_url(&self) -> String {
+        match &self.http.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.http.listen),
+        }
+    }
+}
+
+/// The default `storage.cache_size`; redb's own (1 GiB) would keep most of a busy server's
+/// recent mail in memory.
+pub const DEFAULT_CACHE_SIZE: usize = 64 * 1024 * 1024;
+
+/// The environment variable of a key: `http.body_limit` -> `EDGEMAIL_HTTP_BODY_LIMIT`.
+pub fn env_name(key: &str) -> String {
+    format!("EDGEMAIL_{}", key.replace('.', "_").to_ascii_uppercase())
+}
+
+/// Builds the configuration. `flags` are `(key, value)` pairs from the command line.
+pub fn load(
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+    flags: &[(&'static str, String)],
+) -> Result<Config, Vec<String>> {
+    let mut config = Config::default();
+    let mut problems = Vec::new();
+    if let Some(path) = file {
+        match std::fs::read_to_string(path) {
+            Ok(text) => apply_file(&mut config, &text, &path.display().to_string(), &mut problems),
+            Err(e) => problems.push(format!("{}: {e}", path.display())),
+        }
+    }
+    for (name, value) in env {
+        if !name.starts_with("EDGEMAIL_") {
+            continue;
+        }
+        match KEYS.iter().find(|(key, _)| env_name(key) == name) {
+            Some((key, set)) => apply(&mut config, key, *set, &value, &name, &mut problems),
+            None => problems.push(format!("{name}: not a configuration variable")),
+        }
+    }
+    for (key, value) in flags {
+        if let Some((_, set)) = KEYS.iter().find(|(k, _)| k == key) {
+            apply(&mut config, key, *set, value, "the command line", &mut problems);
+        }
+    }
+    if problems.is_empty() { Ok(config) } else { Err(problems) }
+}
+
+fn apply(c: &mut Config, key: &str, set: Setter, value: &str, origin: &str, out: &mut Vec<String>) {
+    if let Err(e) = set(c, value.trim()) {
+        out.push(format!("{key} = {value:?} (from {origin}): {e}"));
+    }
+}
+
+fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<String>) {
+    let table: toml::Table = match text.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(format!("{origin}: {e}"));
+            return;
+        }
+    };
+    for (section, entries) in &table {
+        let Some(entries) = entries.as_table() else {
+            problems.push(format!("{origin}: `{section}` must be a [section]"));
+            continue;
+        };
+        for (name, value) in entries {
+            let key = format!("{section}.{name}");
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                _ => {
+                    problems.push(format!("{origin}: {key} must be a string, number or boolean"));
+                    continue;
+                }
+            };
+            match KEYS.iter().find(|(k, _)| *k == key) {
+                Some((_, set)) => apply(config, &key, *set, &text, origin, problems),
+                None => problems.push(format!("{origin}: unknown key {key}")),
+            }
+        }
+    }
+}

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
+use hyper::body::{Body, Incoming};
 use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -138,12 +138,16 @@ async fn dispatch(
     let params = matched.params;
     let query = req.uri().query().map(str::to_owned);
     let cfg = &app.config.http;
-    let body = tokio::time::timeout(
-        cfg.body_timeout,
-        read_body(req, cfg.body_limit, access != Access::Link),
-    )
-    .await
-    .map_err(|_| Error::RequestTimeout(cfg.body_timeout))??;
+    let json_only = access != Access::Link;
+    // A request without a body (most GETs) needs no timer: arming one per request costs about
+    // a tenth of the read path's throughput.
+    let body = if req.body().is_end_stream() {
+        read_body(req, cfg.body_limit, json_only).await?
+    } else {
+        tokio::time::timeout(cfg.body_timeout, read_body(req, cfg.body_limit, json_only))
+            .await
+            .map_err(|_| Error::RequestTimeout(cfg.body_timeout))??
+    };
     let ctx = Ctx { app: app.clone(), principal, params, query, body, peer };
     handler(ctx).await
 }

@@ -120,18 +120,23 @@ struct Campaign<'a> {
     blocked: &'a [Blocked],
 }
 
+/// The mailbox named by `from`, which must belong to the key's domain.
+async fn sending_mailbox(ctx: &Ctx, domain: &str, from: &str) -> Result<crate::store::Mailbox> {
+    let (local, _) = from.rsplit_once('@').unwrap_or_default();
+    let (local, d) = (local.to_owned(), domain.to_owned());
+    ctx.app.store.read(move |r| r.mailbox(&d, &local)).await?.ok_or_else(|| {
+        Error::invalid(
+            format!("`from` {from} is not a mailbox of your domain"),
+            "create it first with POST /v1/mailboxes",
+        )
+    })
+}
+
 pub async fn send(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let now = now_ms();
     let req = parse(&ctx.body, &domain, now)?;
-    let (local, _) = req.from.rsplit_once('@').unwrap_or_default();
-    let (local, d) = (local.to_owned(), domain.clone());
-    let mailbox = ctx.app.store.read(move |r| r.mailbox(&d, &local)).await?.ok_or_else(|| {
-        Error::invalid(
-            format!("`from` {} is not a mailbox of your domain", req.from),
-            "create it first with POST /v1/mailboxes",
-        )
-    })?;
+    let mailbox = sending_mailbox(&ctx, &domain, &req.from).await?;
     let screened = crate::screening::screen(&ctx.app.store, &ctx.app.dns, &domain, &req.to).await?;
     if screened.accepted.is_empty() {
         return Err(Error::Unprocessable {
@@ -172,18 +177,7 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
         vec![compose(screened.accepted.clone(), None)]
     };
     let ids: Vec<String> = emails.iter().map(|e| e.summary.id.clone()).collect();
-    let batch = batch_id.as_ref().map(|id| Batch {
-        id: id.clone(),
-        domain: domain.clone(),
-        created_at: now,
-        messages: emails.len() as u32,
-        opened: 0,
-        clicked: 0,
-        unsubscribed: 0,
-        replied: 0,
-        delivered: 0,
-        bounced: 0,
-    });
+    let batch = batch_id.as_ref().map(|id| Batch::new(id, &domain, now, emails.len()));
     ctx.app
         .store
         .write(move |w| {

@@ -7,6 +7,26 @@ use super::lookup::Resolve;
 use super::spf::{self, LOOKUP_LIMIT, Published, Qualifier, Verdict};
 use super::{Context, Findings, RecordCheck, join_all};
 
+/// What the record's `all` term says about unlisted senders.
+fn ending(ending: Option<Qualifier>, f: &mut Findings) {
+    match ending {
+        Some(Qualifier::Fail) => f.fact("ends in -all"),
+        Some(Qualifier::SoftFail) => f.fact("ends in ~all"),
+        Some(Qualifier::Pass) => f.fail(
+            "+all authorizes every host on the Internet to send as the domain",
+            "End the record with -all (or ~all while testing).",
+        ),
+        Some(Qualifier::Neutral) => f.warn(
+            "?all makes every other sender neutral: the record protects nothing",
+            "End the record with -all (or ~all while testing).",
+        ),
+        None => f.warn(
+            "the record has no `all`: unlisted senders are neutral",
+            "End the record with -all (or ~all while testing).",
+        ),
+    }
+}
+
 pub async fn check<R: Resolve>(r: &R, ctx: &Context<'_>) -> RecordCheck {
     let domain = ctx.domain;
     let mut f = Findings::default();
@@ -69,22 +89,7 @@ pub async fn check<R: Resolve>(r: &R, ctx: &Context<'_>) -> RecordCheck {
             "Check the included domain's nameservers, then run the check again.",
         );
     }
-    match tree.ending {
-        Some(Qualifier::Fail) => f.fact("ends in -all"),
-        Some(Qualifier::SoftFail) => f.fact("ends in ~all"),
-        Some(Qualifier::Pass) => f.fail(
-            "+all authorizes every host on the Internet to send as the domain",
-            "End the record with -all (or ~all while testing).",
-        ),
-        Some(Qualifier::Neutral) => f.warn(
-            "?all makes every other sender neutral: the record protects nothing",
-            "End the record with -all (or ~all while testing).",
-        ),
-        None => f.warn(
-            "the record has no `all`: unlisted senders are neutral",
-            "End the record with -all (or ~all while testing).",
-        ),
-    }
+    ending(tree.ending, &mut f);
     if ctx.hosted.is_some() {
         authorizes(r, ctx, &mut f, &suggested).await;
     }

@@ -31,6 +31,24 @@ pub struct Batch {
     pub bounced: u32,
 }
 
+impl Batch {
+    /// A new campaign batch of `messages` messages, with every counter at zero.
+    pub fn new(id: &str, domain: &str, created_at: u64, messages: usize) -> Batch {
+        Batch {
+            id: id.to_owned(),
+            domain: domain.to_owned(),
+            created_at,
+            messages: u32::try_from(messages).unwrap_or(u32::MAX),
+            opened: 0,
+            clicked: 0,
+            unsubscribed: 0,
+            replied: 0,
+            delivered: 0,
+            bounced: 0,
+        }
+    }
+}
+
 /// Something that happened to a sent message, counted for its batch or sequence.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Event {

@@ -7,96 +7,106 @@ use rand::seq::{IndexedRandom, SliceRandom};
 pub const TONES: [&str; 5] = ["professional", "friendly", "casual", "urgent", "curious"];
 const MAX: usize = 78;
 
-/// Templates: `{o}` is the offer, `{i}` the industry (templates with `{i}` are used only when one
-/// is given), `{w}` a word from the tone's bank.
+/// Templates per tone: `{o}` is the offer, `{i}` the industry (templates with `{i}` are used only
+/// when one is given), `{w}` a word from the tone's bank. The last entry is the default.
+type Tone = (&'static str, &'static [&'static str], &'static [&'static str]);
+const TEMPLATES: &[Tone] = &[
+    (
+        "friendly",
+        &[
+            "A little something for you: {o}",
+            "We thought you'd love {o}",
+            "Good news! {o} is here",
+            "Hi there, meet {o}",
+            "Made with you in mind: {o}",
+            "{o}, just for you",
+            "You asked, we listened: {o}",
+            "A {w} hello and {o}",
+            "Your {i} friends have {o} for you",
+            "Something {w} for {i} folks: {o}",
+            "Say hello to {o}",
+            "Here's to you: {o}",
+        ],
+        &["warm", "happy", "friendly", "cheerful"],
+    ),
+    (
+        "casual",
+        &[
+            "So, about {o}...",
+            "{o}? Yep, it's a thing now",
+            "Quick one: {o}",
+            "Heads up: {o}",
+            "Got a sec? {o}",
+            "{o} (you're gonna like this)",
+            "No fluff, just {o}",
+            "Psst... {o}",
+            "{i} people, check out {o}",
+            "Real talk: {o} for {i}",
+            "Okay, {o} is pretty {w}",
+            "This one's {w}: {o}",
+        ],
+        &["cool", "neat", "handy", "fun"],
+    ),
+    (
+        "urgent",
+        &[
+            "Last chance: {o}",
+            "Ends soon: {o}",
+            "Don't miss {o}",
+            "Only hours left for {o}",
+            "Final call: {o}",
+            "Act now: {o}",
+            "Today only: {o}",
+            "{o}: {w} spots left",
+            "{i} alert: {o} ends tonight",
+            "Before it's gone: {o} for {i}",
+            "Time is running out on {o}",
+            "Hurry, {o} won't last",
+        ],
+        &["few", "limited", "last", "final"],
+    ),
+    (
+        "curious",
+        &[
+            "Have you seen {o} yet?",
+            "What if {o} changed everything?",
+            "The secret behind {o}",
+            "Why everyone is talking about {o}",
+            "Is {o} right for you?",
+            "We didn't expect this from {o}",
+            "The {w} truth about {o}",
+            "Ever wondered about {o}?",
+            "What {i} leaders know about {o}",
+            "Could {o} be the {i} answer?",
+            "A question about {o}",
+            "You might be surprised by {o}",
+        ],
+        &["surprising", "simple", "hidden", "real"],
+    ),
+    (
+        "professional",
+        &[
+            "Introducing {o}",
+            "{o}: what you need to know",
+            "Announcing {o}",
+            "An update on {o}",
+            "Discover {o}",
+            "{o} is now available",
+            "Your guide to {o}",
+            "How {o} helps your team",
+            "{o} for {i} teams",
+            "A {w} approach to {i}: {o}",
+            "Meet {o}, built for results",
+            "The {w} way forward: {o}",
+        ],
+        &["better", "smarter", "proven", "modern"],
+    ),
+];
+
 fn templates(tone: &str) -> (&'static [&'static str], &'static [&'static str]) {
-    match tone {
-        "friendly" => (
-            &[
-                "A little something for you: {o}",
-                "We thought you'd love {o}",
-                "Good news! {o} is here",
-                "Hi there, meet {o}",
-                "Made with you in mind: {o}",
-                "{o}, just for you",
-                "You asked, we listened: {o}",
-                "A {w} hello and {o}",
-                "Your {i} friends have {o} for you",
-                "Something {w} for {i} folks: {o}",
-                "Say hello to {o}",
-                "Here's to you: {o}",
-            ],
-            &["warm", "happy", "friendly", "cheerful"],
-        ),
-        "casual" => (
-            &[
-                "So, about {o}...",
-                "{o}? Yep, it's a thing now",
-                "Quick one: {o}",
-                "Heads up: {o}",
-                "Got a sec? {o}",
-                "{o} (you're gonna like this)",
-                "No fluff, just {o}",
-                "Psst... {o}",
-                "{i} people, check out {o}",
-                "Real talk: {o} for {i}",
-                "Okay, {o} is pretty {w}",
-                "This one's {w}: {o}",
-            ],
-            &["cool", "neat", "handy", "fun"],
-        ),
-        "urgent" => (
-            &[
-                "Last chance: {o}",
-                "Ends soon: {o}",
-                "Don't miss {o}",
-                "Only hours left for {o}",
-                "Final call: {o}",
-                "Act now: {o}",
-                "Today only: {o}",
-                "{o}: {w} spots left",
-                "{i} alert: {o} ends tonight",
-                "Before it's gone: {o} for {i}",
-                "Time is running out on {o}",
-                "Hurry, {o} won't last",
-            ],
-            &["few", "limited", "last", "final"],
-        ),
-        "curious" => (
-            &[
-                "Have you seen {o} yet?",
-                "What if {o} changed everything?",
-                "The secret behind {o}",
-                "Why everyone is talking about {o}",
-                "Is {o} right for you?",
-                "We didn't expect this from {o}",
-                "The {w} truth about {o}",
-                "Ever wondered about {o}?",
-                "What {i} leaders know about {o}",
-                "Could {o} be the {i} answer?",
-                "A question about {o}",
-                "You might be surprised by {o}",
-            ],
-            &["surprising", "simple", "hidden", "real"],
-        ),
-        _ => (
-            &[
-                "Introducing {o}",
-                "{o}: what you need to know",
-                "Announcing {o}",
-                "An update on {o}",
-                "Discover {o}",
-                "{o} is now available",
-                "Your guide to {o}",
-                "How {o} helps your team",
-                "{o} for {i} teams",
-                "A {w} approach to {i}: {o}",
-                "Meet {o}, built for results",
-                "The {w} way forward: {o}",
-            ],
-            &["better", "smarter", "proven", "modern"],
-        ),
-    }
+    let found = TEMPLATES.iter().find(|(name, ..)| *name == tone);
+    let (_, patterns, words) = found.or(TEMPLATES.last()).copied().unwrap_or(("", &[], &[]));
+    (patterns, words)
 }
 
 /// Ten distinct subject lines. `offer` is non-empty; `tone` is one of `TONES`.

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod compose;
+mod error;
 pub mod retry;
 
 use std::collections::{HashMap, HashSet};
@@ -17,7 +18,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{Config, Delivery};
 use crate::dns::{Destination, Dns};
-use crate::error::Result;
 use crate::ids::now_ms;
 use crate::mail::sign::Signers;
 use crate::shutdown::Shutdown;
@@ -25,6 +25,7 @@ use crate::store::{Email, Outcome, Store};
 use crate::tracking::Tokens;
 use crate::wake::Wake;
 use client::{Broken, Pool};
+pub use error::{Error, Result};
 
 /// What the delivery engine works with: the narrow handles, not the whole server.
 pub struct Deps {
@@ -157,7 +158,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     let owned = id.to_owned();
     let loaded = app
         .store
-        .read(move |r| -> Result<_> {
+        .read(move |r| -> crate::store::Result<_> {
             // The scan that started this attempt may predate the commit of the previous one:
             // only an entry that is still queued in this snapshot is ours to work on.
             if !r.is_queued(due, &owned)? {
@@ -188,7 +189,8 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     if pending.is_empty() {
         return finish(app, id, due, Vec::new(), 0).await;
     }
-    let message = compose::render(app, &email, &domain)?;
+    let message = compose::render(app, &email, &domain)
+        .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
     let mut outcomes = Vec::with_capacity(pending.len());
     // One transaction per recipient, each with its own bounce address: a DSN can then only
     // report the recipient it was issued for (see `Tokens::bounce_address`).
@@ -227,7 +229,10 @@ async fn finish(
     retry_at: u64,
 ) -> Result<()> {
     let id = id.to_owned();
-    Ok(app.store.write(move |w| w.finish_attempt(&id, due, &outcomes, retry_at)).await?)
+    let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::store::Result<()> {
+        w.finish_attempt(&id, due, &outcomes, retry_at)
+    };
+    Ok(app.store.write(commit).await?)
 }
 
 fn retry_delay(app: &Deps, email: &Email) -> Duration {

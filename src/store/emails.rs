@@ -170,7 +170,7 @@ impl Email {
 }
 
 /// The text, HTML and headers of a received message, decoded as inbound delivery decodes them
-/// (`crate::inbound::inspect`), so a copy stored without them reads back the same.
+/// (the inbound parser, `inspect`), so a copy stored without them reads back the same.
 pub(super) fn fill_bodies(email: &mut Email, raw: &[u8]) {
     let Some(message) = MessageParser::default().parse(raw) else {
         return;

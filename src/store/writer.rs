@@ -186,8 +186,8 @@ mod tests {
         let mut keys = Vec::new();
         let tx = db.begin_read().expect("read"); // ok: test
         if let Ok(table) = tx.open_table(T) {
-            for entry in table.iter().expect("iter") {
-                // ok: test
+            let entries = table.iter().expect("iter"); // ok: test
+            for entry in entries {
                 keys.push(entry.expect("entry").0.value().to_owned()); // ok: test
             }
         }

@@ -12,8 +12,9 @@ use crate::error::{Error, Result};
 use crate::http::Router;
 use crate::mail::sign::Signers;
 use crate::queue::Queue;
+use crate::ratelimit::{ApiLimits, ToolLimits};
 use crate::shutdown::Shutdown;
-use crate::state::{App, AppState, Parts};
+use crate::state::{App, AppState};
 use crate::store::Store;
 use crate::tracking::Tokens;
 use crate::wake::Wake;
@@ -61,7 +62,15 @@ impl Server {
             queue: queue_wake.clone(),
             config: config.warmup.clone(),
         });
-        let state = AppState::new(Parts {
+        let state = Arc::new(AppState {
+            tool_limits: ToolLimits::new(
+                config.tools.rate_per_minute,
+                config.tools.burst,
+                config.http.trusted_proxies.clone(),
+            ),
+            api_limits: ApiLimits::new(config.api.rate_per_second, config.api.burst),
+            documentation_url: format!("{}/openapi.json", config.public_url()),
+            openapi_json: bytes::Bytes::from_static(OPENAPI_JSON.as_bytes()),
             config,
             store,
             keys,
@@ -70,7 +79,6 @@ impl Server {
             sequences: sequences_wake,
             tokens,
             signers,
-            openapi_json: bytes::Bytes::from_static(OPENAPI_JSON.as_bytes()),
         });
         Ok(Server { state, router, queue, sequences, warmup })
     }

@@ -45,6 +45,9 @@
 //! - `wake`      wake-up handles for engine loops
 //! - `error`     the API's error type (the store has its own, which converts into it)
 //! - `shutdown`  the shutdown signal
+//!
+//! Only the modules the binary, the integration tests, the benches and the fuzz targets reach
+//! are `pub`; the engines and their handles stay inside the crate.
 
 pub mod address;
 pub mod admin;
@@ -55,24 +58,24 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod dkim;
-pub mod dns;
+pub(crate) mod dns;
 pub mod error;
 pub mod health;
 pub mod http;
 pub mod ids;
 pub mod inbound;
-pub mod listener;
+pub(crate) mod listener;
 pub mod logging;
 pub mod mail;
-pub mod queue;
-pub mod ratelimit;
-pub mod screening;
-pub mod sequences;
+pub(crate) mod queue;
+pub(crate) mod ratelimit;
+pub(crate) mod screening;
+pub(crate) mod sequences;
 pub mod shutdown;
 pub mod smtp;
-pub mod state;
+pub(crate) mod state;
 pub mod store;
-pub mod tools;
-pub mod tracking;
-pub mod wake;
-pub mod warmup;
+pub(crate) mod tools;
+pub(crate) mod tracking;
+pub(crate) mod wake;
+pub(crate) mod warmup;

@@ -15,26 +15,8 @@ use super::error::Result;
 const INLINE_LIMIT: usize = 64 * 1024;
 
 impl Wtx<'_> {
-    /// Stores each copy (one per recipient mailbox) and, once for all of them, the raw message.
-    pub fn store_received(&mut self, copies: &[Email], raw: &[u8]) -> Result<()> {
-        if copies.is_empty() {
-            return Ok(());
-        }
-        let blob = crate::ids::new_id("raw");
-        for email in copies {
-            let bodies_in_blob = decoded_len(email) > INLINE_LIMIT;
-            if bodies_in_blob {
-                self.insert_email(&without_bodies(email))?;
-            } else {
-                self.insert_email(email)?;
-            }
-            self.share_raw(&email.summary.id, &blob, bodies_in_blob)?;
-        }
-        self.put_raw(&blob, raw)
-    }
-
-    /// `store_received` for copies that differ only in id and mailbox: each is written from
-    /// `template` without first being cloned, so a large message's bodies exist once in memory
+    /// Stores a copy of `template` per `(id, mailbox)` and, once for all of them, the raw
+    /// message. Each copy is written from `template` without first being cloned, so a large message's bodies exist once in memory
     /// however many mailboxes it goes to.
     pub fn store_copies(
         &mut self,
@@ -154,6 +136,13 @@ mod tests {
         (Store::open(&dir).expect("open"), dir) // ok: test
     }
 
+    /// Copies made by `copies` differ only in id and mailbox, as `store_copies` expects.
+    fn store_all(w: &mut Wtx<'_>, copies: &[Email], raw: &[u8]) -> Result<()> {
+        let pairs: Vec<(String, String)> =
+            copies.iter().map(|c| (c.summary.id.clone(), c.summary.mailbox.clone())).collect();
+        w.store_copies(&copies[0], &pairs, raw)
+    }
+
     fn remove(store: &Store, id: &str) {
         let id = id.to_owned();
         store
@@ -173,7 +162,7 @@ mod tests {
         let ids: Vec<String> = copies.iter().map(|c| c.summary.id.clone()).collect();
         let expected = copies[0].clone();
         let shared = raw.clone();
-        store.write_blocking(move |w| w.store_received(&copies, &shared)).expect("store"); // ok: test
+        store.write_blocking(move |w| store_all(w, &copies, &shared)).expect("store"); // ok: test
         // Counted in the tables: at this size the file grows in steps of whole regions.
         let (blobs, blob_bytes, refs, doc_bytes, legacy) = footprint(&store);
         assert_eq!((blobs, blob_bytes, refs, legacy), (1, raw.len(), 5, 0));
@@ -223,7 +212,7 @@ mod tests {
         let small = copies(&raw, 2, Folder::Inbox);
         let ids: Vec<String> = small.iter().map(|c| c.summary.id.clone()).collect();
         let shared = raw.clone();
-        store.write_blocking(move |w| w.store_received(&small, &shared)).expect("store"); // ok: test
+        store.write_blocking(move |w| store_all(w, &small, &shared)).expect("store"); // ok: test
         let (_, _, _, doc_bytes, _) = footprint(&store);
         assert!(doc_bytes > 2 * raw.len(), "small copies carry their bodies: {doc_bytes} bytes");
 
@@ -258,7 +247,7 @@ mod tests {
         let (store, dir) = temp_store("raw-warmup");
         let raw = message(100 << 10);
         let warm = copies(&raw, 2, Folder::Warmup);
-        store.write_blocking(move |w| w.store_received(&warm, &raw)).expect("store"); // ok: test
+        store.write_blocking(move |w| store_all(w, &warm, &raw)).expect("store"); // ok: test
         assert_eq!(footprint(&store).0, 1);
         let pruned = store
             .write_blocking(|w| -> Result<_> {

@@ -28,13 +28,13 @@ pub fn is_disposable(domain: &str) -> bool {
     }
 }
 
-pub fn count() -> usize {
-    domains().len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn count() -> usize {
+        domains().len()
+    }
 
     #[test]
     fn knows_common_disposable_domains_and_their_subdomains() {

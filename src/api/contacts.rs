@@ -2,9 +2,10 @@
 
 use serde::Deserialize;
 
+use super::paging;
 use crate::address;
 use crate::error::{Error, Result};
-use crate::http::request::parse_json;
+use crate::http::request::{int_param, parse_json};
 use crate::http::{Ctx, Reply};
 
 #[derive(Debug, Deserialize)]
@@ -29,8 +30,16 @@ pub fn parse_upsert(body: &[u8]) -> Result<(String, String)> {
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
-    let contacts = ctx.app.store.read(move |r| r.contacts(&domain)).await?;
-    Reply::ok(&contacts)
+    let limit = int_param(ctx.query_value("limit"), "limit", 1, 500, 100)? as usize;
+    let after = ctx.query_value("cursor").map(|c| paging::parse_contact_cursor(&c)).transpose()?;
+    let (contacts, more) =
+        ctx.app.store.read(move |r| r.contacts_page(&domain, after.as_deref(), limit)).await?;
+    let mut reply = Reply::ok(&contacts)?;
+    if let Some(last) = contacts.last().filter(|_| more) {
+        let cursor = paging::contact_cursor(&last.id);
+        paging::link_next(&mut reply, "/v1/contacts", ctx.query.as_deref(), &cursor);
+    }
+    Ok(reply)
 }
 
 pub async fn upsert(ctx: Ctx) -> Result<Reply> {

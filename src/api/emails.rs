@@ -1,5 +1,6 @@
 //! `/v1/emails`: stored messages of the key's mailboxes.
 
+use super::paging;
 use crate::error::{Error, Result};
 use crate::http::request::int_param;
 use crate::http::{Ctx, Reply};
@@ -21,7 +22,8 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         .query_value("mailbox")
         .map(|m| super::mailboxes::local_part_of(&m, &domain))
         .transpose()?;
-    let json = ctx
+    let after = ctx.query_value("cursor").map(|c| paging::parse_email_cursor(&c)).transpose()?;
+    let (json, last) = ctx
         .app
         .store
         .read(move |r| -> Result<_> {
@@ -33,13 +35,19 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
                 // The default is the domain's first mailbox, the one created earliest.
                 None => match r.mailboxes(&domain)?.into_iter().min_by_key(|m| m.created_at) {
                     Some(first) => first.local_part,
-                    None => return Ok(b"[]".to_vec()),
+                    None => return Ok((b"[]".to_vec(), None)),
                 },
             };
-            Ok(r.folder_json(&format!("{local}@{domain}"), folder, limit)?)
+            let after = after.as_ref().map(|(at, id)| (*at, id.as_str()));
+            Ok(r.folder_page(&format!("{local}@{domain}"), folder, limit, after)?)
         })
         .await?;
-    Ok(Reply::json_bytes(hyper::StatusCode::OK, json.into()))
+    let mut reply = Reply::json_bytes(hyper::StatusCode::OK, json.into());
+    if let Some((at, id)) = last {
+        let cursor = paging::email_cursor(at, &id);
+        paging::link_next(&mut reply, "/v1/emails", ctx.query.as_deref(), &cursor);
+    }
+    Ok(reply)
 }
 
 pub async fn get(ctx: Ctx) -> Result<Reply> {

@@ -9,6 +9,7 @@ pub mod health;
 pub mod input;
 pub mod mailboxes;
 pub mod meta;
+pub mod paging;
 pub mod send;
 pub mod sender_groups;
 pub mod sequences;

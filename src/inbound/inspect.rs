@@ -4,7 +4,7 @@
 use mail_parser::{Message, MessageParser, MimeHeaders};
 
 use super::report;
-use crate::store::{Attachment, Email, Folder, Header, MessageStatus, Summary};
+use crate::store::{Attachment, Email, Folder, Header, MessageStatus, Summary, received_bodies};
 
 /// What a received message says, read without side effects (and fuzzed as such).
 pub struct Inspected {
@@ -38,7 +38,7 @@ pub fn inspect(raw: &[u8], now: u64) -> Option<Inspected> {
 /// The email as stored for a mailbox (the mailbox and id are filled in per copy).
 fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
     let addresses = |a: Option<&mail_parser::Address<'_>>| -> Vec<String> {
-        a.map(|a| a.iter().filter_map(|x| x.address().map(str::to_owned)).collect())
+        a.map(|a| a.iter().filter_map(|x| x.address().map(|addr| named(x.name(), addr))).collect())
             .unwrap_or_default()
     };
     let from = message
@@ -51,8 +51,7 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
             (None, None) => String::new(),
         })
         .unwrap_or_default();
-    let text = message.body_text(0).map(|t| t.into_owned());
-    let html = message.body_html(0).map(|h| h.into_owned());
+    let (text, html) = received_bodies(message);
     let snippet_source = text
         .clone()
         .or_else(|| html.as_deref().map(crate::mail::text::html_to_text))
@@ -104,6 +103,18 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
         html,
         attachments,
         ..Email::default()
+    }
+}
+
+/// A recipient as the API shows it: `Name <address>`, the name quoted only when it holds a
+/// character that would make the pair ambiguous, or the bare address.
+fn named(name: Option<&str>, addr: &str) -> String {
+    match name.map(str::trim).filter(|n| !n.is_empty() && *n != addr) {
+        None => addr.to_owned(),
+        Some(name) if name.contains([',', ';', '<', '>', '"', '@', ':']) => {
+            format!("\"{}\" <{addr}>", name.replace('"', "'"))
+        }
+        Some(name) => format!("{name} <{addr}>"),
     }
 }
 

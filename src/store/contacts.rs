@@ -1,11 +1,13 @@
 //! The contact book of a domain; the email address (lower-cased) is the upsert key.
 
+use std::ops::Bound;
+
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
 use super::tables::*;
-use super::{Rtx, Wtx, decode, drain_domain, encode, scan_domain};
+use super::{Rtx, Wtx, decode, drain_domain, encode};
 use crate::ids::{new_id, now_ms};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,8 +79,32 @@ impl Wtx<'_> {
 }
 
 impl Rtx {
-    /// The domain's contacts, oldest first (ids are time-ordered).
-    pub fn contacts(&self, domain: &str) -> Result<Vec<Contact>> {
-        scan_domain(&self.tx.open_table(CONTACTS)?, domain)
+    /// Up to `limit` of the domain's contacts, oldest first (ids are time-ordered), after the contact id `after`; also answers whether
+    /// more follow.
+    pub fn contacts_page(
+        &self,
+        domain: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<Contact>, bool)> {
+        let table = self.tx.open_table(CONTACTS)?;
+        let range = match after {
+            Some(id) => {
+                table.range::<(&str, &str)>((Bound::Excluded((domain, id)), Bound::Unbounded))?
+            }
+            None => table.range((domain, "")..)?,
+        };
+        let mut out = Vec::with_capacity(limit.min(128));
+        for entry in range {
+            let (key, value) = entry?;
+            if key.value().0 != domain {
+                break;
+            }
+            if out.len() == limit {
+                return Ok((out, true));
+            }
+            out.push(decode(value.value())?);
+        }
+        Ok((out, false))
     }
 }

@@ -2,9 +2,7 @@
 //! mail, decoded from its raw message: see `inbound`); the folder index carries each message's
 //! summary, so listing a folder is one range read that never decodes a body.
 
-use std::borrow::Cow;
-
-use mail_parser::MessageParser;
+use mail_parser::{MessageParser, PartType};
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
@@ -175,13 +173,31 @@ pub(super) fn fill_bodies(email: &mut Email, raw: &[u8]) {
     let Some(message) = MessageParser::default().parse(raw) else {
         return;
     };
-    email.text = message.body_text(0).map(Cow::into_owned);
-    email.html = message.body_html(0).map(Cow::into_owned);
+    (email.text, email.html) = received_bodies(&message);
     email.headers = message
         .headers_raw()
         .map(|(name, value)| Header { name: name.to_owned(), value: value.trim().to_owned() })
         .collect();
 }
+
+/// The text and HTML of a received message as the API shows them: `html` only when the sender
+/// sent HTML (the parser would otherwise dress the text up as HTML), `text` from the text part
+/// or else converted from the HTML, both with LF line endings.
+pub fn received_bodies(message: &mail_parser::Message<'_>) -> (Option<String>, Option<String>) {
+    let html =
+        message.html_body.iter().find_map(|&id| match &message.parts.get(id as usize)?.body {
+            PartType::Html(html) => Some(lf(html)),
+            _ => None,
+        });
+    (message.body_text(0).map(|t| lf(&t)), html)
+}
+
+fn lf(s: &str) -> String {
+    if s.contains('\r') { s.replace("\r\n", "\n") } else { s.to_owned() }
+}
+
+/// Where a folder listing stands: the `createdAt` and id of the last summary it gave.
+pub type Position = (u64, String);
 
 /// The email as stored: a large received copy comes without its bodies and headers (see
 /// `store::inbound`).
@@ -304,21 +320,38 @@ impl Rtx {
         Ok(email)
     }
 
-    /// Up to `limit` summaries of a folder, newest first, as a JSON array.
-    pub fn folder_json(&self, mailbox: &str, folder: Folder, limit: usize) -> Result<Vec<u8>> {
+    /// Up to `limit` summaries of a folder, newest first, as a JSON array, starting after the
+    /// position `after` (a `createdAt` and id). Also answers the position of the last summary
+    /// returned when more follow it.
+    pub fn folder_page(
+        &self,
+        mailbox: &str,
+        folder: Folder,
+        limit: usize,
+        after: Option<(u64, &str)>,
+    ) -> Result<(Vec<u8>, Option<Position>)> {
         let index = self.tx.open_table(EMAIL_INDEX)?;
         let lo = (mailbox, folder.code(), 0u64, "");
-        let hi = (mailbox, folder.code() + 1, 0u64, "");
+        let mut entries = match after {
+            Some((at, id)) => index.range(lo..(mailbox, folder.code(), at, id))?,
+            None => index.range(lo..(mailbox, folder.code() + 1, 0u64, ""))?,
+        }
+        .rev();
         let mut out = Vec::with_capacity(1024);
         out.push(b'[');
-        for (n, entry) in index.range(lo..hi)?.rev().take(limit).enumerate() {
-            let (_, value) = entry?;
+        let mut last = None;
+        for n in 0..limit {
+            let Some(entry) = entries.next() else { break };
+            let (key, value) = entry?;
             if n > 0 {
                 out.push(b',');
             }
             out.extend_from_slice(value.value());
+            let (_, _, at, id) = key.value();
+            last = Some((at, id.to_owned()));
         }
         out.push(b']');
-        Ok(out)
+        let more = entries.next().transpose()?.is_some();
+        Ok((out, last.filter(|_| more)))
     }
 }

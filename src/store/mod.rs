@@ -70,7 +70,7 @@ pub use attempts::Outcome;
 pub use batches::Batch;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
-pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary};
+pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary, received_bodies};
 pub use error::{Error, JobError, Result};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};

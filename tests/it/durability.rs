@@ -58,7 +58,7 @@ fn concurrent_writes_answered_201_all_survive_sigkill() {
     assert_eq!(created.len(), 200);
     server.kill9();
     let server = Server::start(&dir.0);
-    let list = server.client(Some(&key)).get("/v1/contacts").expect(200).json();
+    let list = server.client(Some(&key)).get("/v1/contacts?limit=500").expect(200).json();
     let found: BTreeSet<String> = list
         .as_array()
         .into_iter()

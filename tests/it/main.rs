@@ -24,6 +24,7 @@ mod inbound;
 mod layering;
 mod mail_world;
 mod mailboxes;
+mod paging;
 mod security;
 mod security_smtp;
 mod send;

@@ -226,11 +226,11 @@ fn two_mailboxes_warm_up_over_smtp_and_the_counts_show() {
     assert_eq!(w.server.terminate().code(), Some(0));
     let store = Store::open(&w.dir.0).expect("open the data"); // ok: test
     let listed = store
-        .read_blocking(|r| r.folder_json("grace@beta.test", Folder::Warmup, 100))
+        .read_blocking(|r| r.folder_page("grace@beta.test", Folder::Warmup, 100, None))
         .expect("read the warmup folder"); // ok: test
     store.close();
     drop(store);
-    let hidden: Value = serde_json::from_slice(&listed).expect("json"); // ok: test
+    let hidden: Value = serde_json::from_slice(&listed.0).expect("json"); // ok: test
     let hidden = hidden.as_array().cloned().unwrap_or_default();
     assert!(hidden.len() >= 2, "grace's sent and received warmup mail is stored: {hidden:?}");
     assert!(hidden.iter().all(|e| e["folder"] == "warmup"));

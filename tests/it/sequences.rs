@@ -105,12 +105,20 @@ fn a_three_step_sequence_sends_both_steps_in_order_merged_and_threaded() {
         item["stats"],
         json!({"total": 2, "active": 0, "completed": 2, "replied": 0, "bounced": 0, "cancelled": 0})
     );
-    // The step messages are stored as sent mail of the sequence, and counted.
-    let stats = w
-        .api()
-        .get(&format!("/v1/campaign-stats?type=sequence&sequenceId={id}"))
-        .expect(200)
-        .json();
+    // The step messages are stored as sent mail of the sequence, and counted. The sink has the
+    // last message a moment before its delivery is recorded, so the count is waited for.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let stats = loop {
+        let stats = w
+            .api()
+            .get(&format!("/v1/campaign-stats?type=sequence&sequenceId={id}"))
+            .expect(200)
+            .json();
+        if stats["sequences"][0]["delivered"] == 4 || Instant::now() > deadline {
+            break stats;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let row = &stats["sequences"][0];
     assert_eq!((row["sent"].as_u64(), row["delivered"].as_u64()), (Some(4), Some(4)), "{stats}");
     assert_eq!(row["bounceRate"], 0.0);

@@ -41,6 +41,7 @@
 //! - `logging`   tracing to stderr without blocking requests
 //! - `config`    defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`
 //! - `address`   address, local part and domain syntax
+//! - `bounce`    bounce classes from enhanced status codes and reply texts
 //! - `ids`       time-ordered ids, secrets, the clock
 //! - `wake`      wake-up handles for engine loops
 //! - `error`     the API's error type (the store has its own, which converts into it)
@@ -54,6 +55,7 @@ pub mod admin;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod bounce;
 pub mod cli;
 pub mod config;
 pub mod demo;

@@ -2,9 +2,12 @@
 //! included), from the per-day counters the store keeps as events are recorded. The counting rules
 //! are in `store/stats.rs` and the OpenAPI document.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::analytics::scope;
+use crate::bounce::BounceClass;
 use crate::error::Result;
 use crate::http::request::int_param;
 use crate::http::{Ctx, Reply};
@@ -23,6 +26,8 @@ struct BounceStats {
     clicked: u64,
     replied: u64,
     bounce_rate: f64,
+    /// Bounces by class; every class is present.
+    by_class: BTreeMap<&'static str, u64>,
 }
 
 impl BounceStats {
@@ -40,6 +45,10 @@ impl BounceStats {
             clicked: c.clicked,
             replied: c.replied,
             bounce_rate,
+            by_class: BounceClass::ALL
+                .iter()
+                .map(|class| (class.as_str(), c.bounce_classes[class.index()]))
+                .collect(),
         }
     }
 }

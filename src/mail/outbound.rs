@@ -48,6 +48,7 @@ impl Outbound {
                 attempts: 0,
                 last_response: None,
                 updated_at: self.now,
+                bounce_class: None,
             })
             .collect();
         // Warmup traffic lives in a folder no API lists; everything else starts in the outbox.

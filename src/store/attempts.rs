@@ -9,6 +9,7 @@ use super::error::Result;
 use super::stats::{self, DayCounts};
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
+use crate::bounce::{self, BounceClass};
 
 /// What one attempt did for one recipient.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,7 +17,7 @@ pub enum Outcome {
     Delivered(String),
     /// Temporary failure; retried later.
     Deferred(String),
-    /// Permanent failure: the address is suppressed.
+    /// Permanent failure: the address is suppressed when its class says the address is bad.
     Bounced(String),
     /// Gave up after the maximum age.
     Failed(String),
@@ -75,10 +76,17 @@ impl Wtx<'_> {
             d.attempts += 1;
             d.last_response = Some(outcome.response().to_owned());
             d.updated_at = now;
-            today.outcome(d.status);
+            let class = match outcome {
+                Outcome::Delivered(_) => None,
+                _ => Some(bounce::classify(outcome.response())),
+            };
+            d.bounce_class = class;
+            today.outcome(d.status, class);
             match outcome {
                 Outcome::Bounced(reply) => {
-                    self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
+                    if class.is_some_and(BounceClass::suppresses) {
+                        self.suppress(&domain, recipient, "hard_bounce", reply, now)?;
+                    }
                     events.push(Event::Bounced);
                 }
                 Outcome::Delivered(_) => events.push(Event::Delivered),
@@ -104,6 +112,9 @@ impl Wtx<'_> {
                 c.delivered += today.delivered;
                 c.bounced += today.bounced;
                 c.failed += today.failed;
+                for (sum, n) in c.bounce_classes.iter_mut().zip(today.bounce_classes) {
+                    *sum += n;
+                }
             })?;
         }
         email.summary.status = email.overall_status();

@@ -10,6 +10,7 @@ use super::error::{Error, Result};
 use super::status::{DeliveryStatus, MessageStatus, SendType};
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json};
+use crate::bounce::BounceClass;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -132,6 +133,9 @@ pub struct Delivery {
     pub attempts: u32,
     pub last_response: Option<String>,
     pub updated_at: u64,
+    /// What the last refusal or delay means for the address; absent until one happens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounce_class: Option<BounceClass>,
 }
 
 /// Where a deleted email went.

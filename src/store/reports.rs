@@ -8,10 +8,11 @@ use super::error::Result;
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
 use super::{Wtx, stats};
+use crate::bounce;
 
 impl Wtx<'_> {
     /// A late permanent failure (a DSN) for `recipient` of message `id`: the delivery becomes
-    /// `bounced` and the address is suppressed. Returns whether the message had that recipient.
+    /// `bounced`, and the address is suppressed when the DSN's status says it does not exist. Returns whether the message had that recipient.
     pub fn record_bounce(
         &mut self,
         id: &str,
@@ -34,14 +35,18 @@ impl Wtx<'_> {
             _ => Some(Event::Bounced),
         };
         let (was, counted_at) = (d.status, d.updated_at);
+        let class = bounce::classify(reason);
         d.status = DeliveryStatus::Bounced;
         d.last_response = Some(format!("DSN: {reason}"));
         d.updated_at = at;
+        d.bounce_class = Some(class);
         let domain = email.domain().to_owned();
         if stats::counted(&email) {
-            self.count_late_bounce(&domain, was, counted_at, at)?;
+            self.count_late_bounce(&domain, was, counted_at, at, class)?;
         }
-        self.suppress(&domain, recipient, "hard_bounce", &format!("DSN: {reason}"), at)?;
+        if class.suppresses() {
+            self.suppress(&domain, recipient, "hard_bounce", &format!("DSN: {reason}"), at)?;
+        }
         if email.all_final() {
             if let Some(due) = email.next_attempt_at.take() {
                 self.tx.open_table(QUEUE)?.remove((due, id))?;

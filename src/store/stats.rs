@@ -21,6 +21,7 @@ use super::error::Result;
 use super::status::{DeliveryStatus, SendType};
 use super::tables::DAILY_STATS;
 use super::{Rtx, Wtx, decode, encode};
+use crate::bounce::BounceClass;
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -34,10 +35,15 @@ pub struct DayCounts {
     pub opened: u64,
     pub clicked: u64,
     pub replied: u64,
+    /// Bounces by class, in the order of `BounceClass::ALL`.
+    pub bounce_classes: [u64; 7],
 }
 
 impl DayCounts {
     fn add(&mut self, other: &DayCounts) {
+        for (sum, n) in self.bounce_classes.iter_mut().zip(other.bounce_classes) {
+            *sum += n;
+        }
         self.sent += other.sent;
         self.delivered += other.delivered;
         self.bounced += other.bounced;
@@ -47,11 +53,19 @@ impl DayCounts {
         self.replied += other.replied;
     }
 
+    fn bounced_as(&mut self, class: Option<BounceClass>) {
+        let class = class.unwrap_or(BounceClass::Other);
+        self.bounce_classes[class.index()] += 1;
+    }
+
     /// One more recipient with this final status; other statuses count nothing.
-    pub(super) fn outcome(&mut self, status: DeliveryStatus) {
+    pub(super) fn outcome(&mut self, status: DeliveryStatus, class: Option<BounceClass>) {
         let counter = match status {
             DeliveryStatus::Delivered => &mut self.delivered,
-            DeliveryStatus::Bounced => &mut self.bounced,
+            DeliveryStatus::Bounced => {
+                self.bounced_as(class);
+                &mut self.bounced
+            }
             DeliveryStatus::Failed => &mut self.failed,
             _ => return,
         };
@@ -94,6 +108,7 @@ impl Wtx<'_> {
         was: DeliveryStatus,
         counted_at: u64,
         at: u64,
+        class: BounceClass,
     ) -> Result<()> {
         match was {
             DeliveryStatus::Bounced => Ok(()),
@@ -107,9 +122,10 @@ impl Wtx<'_> {
                         c.failed = c.failed.saturating_sub(1);
                     }
                     c.bounced += 1;
+                    c.bounced_as(Some(class));
                 })
             }
-            _ => self.bump_day(domain, at, |c| c.outcome(DeliveryStatus::Bounced)),
+            _ => self.bump_day(domain, at, |c| c.outcome(DeliveryStatus::Bounced, Some(class))),
         }
     }
 }
@@ -138,7 +154,7 @@ mod tests {
         let mut c = DayCounts::default();
         use DeliveryStatus::*;
         for s in [Delivered, Bounced, Failed, Deferred, Cancelled, Queued] {
-            c.outcome(s);
+            c.outcome(s, None);
         }
         assert_eq!(c, DayCounts { sent: 3, delivered: 1, bounced: 1, failed: 1, ..c });
         assert_eq!(day_of(DAY_MS - 1), 0);

@@ -92,7 +92,9 @@ fn the_counters_match_what_happened_to_each_recipient() {
 
     let stats = w.api().get("/v1/bounces").expect(200).json();
     let want = json!({"domain": A, "days": 30, "totalSent": 5, "delivered": 2, "bounced": 2,
-                      "failed": 1, "opened": 2, "clicked": 1, "replied": 1, "bounceRate": 0.4});
+                      "failed": 1, "opened": 2, "clicked": 1, "replied": 1, "bounceRate": 0.4,
+                      "byClass": {"invalid_recipient": 2, "mailbox_full": 0, "policy": 0, "dns": 0,
+                                  "tls": 0, "protocol": 0, "other": 0}});
     assert_eq!(stats, want, "server log:\n{}", w.server.log());
     let week = w.api().get(&format!("/v1/bounces?days=7&domain={A}")).expect(200).json();
     assert_eq!(week["days"], 7);
@@ -114,6 +116,54 @@ fn the_counters_match_what_happened_to_each_recipient() {
             ("late@example.org".to_owned(), "\"hard_bounce\"".to_owned())
         ]
     );
+}
+
+#[test]
+fn each_bounce_class_follows_its_suppression_rule() {
+    let w = MailWorld::start();
+    let cases = [
+        (
+            "unknown@example.org",
+            "550 5.1.1 <unknown@example.org>: User unknown",
+            "invalid_recipient",
+        ),
+        ("full@example.org", "552 5.2.2 The email account is over quota.", "mailbox_full"),
+        ("blocked@example.org", "554 5.7.1 Client host blocked using zen.spamhaus.org", "policy"),
+        ("tls@example.org", "530 5.7.0 Must issue a STARTTLS command first.", "tls"),
+        ("syntax@example.org", "501 5.5.2 Syntax error in parameters", "protocol"),
+        ("noroute@example.org", "550 5.4.4 Unable to route", "dns"),
+        ("huge@example.org", "552 5.3.4 Message size exceeds fixed limit", "other"),
+    ];
+    for (to, reply, _) in cases {
+        w.sink.set_rcpt_reply(to, vec![reply]);
+    }
+    let ids: Vec<String> = cases
+        .iter()
+        .map(|(to, ..)| message_id_of(&w.send(basic(json!(to))).expect(200).json()))
+        .collect();
+    for ((to, reply, class), id) in cases.iter().zip(&ids) {
+        let email = w.wait_status(id, "bounced");
+        let d = &email["deliveries"][0];
+        assert_eq!(d["bounceClass"], *class, "{to}: {email}");
+        assert_eq!(d["lastResponse"].as_str().map(|r| r.contains(&reply[4..9])), Some(true));
+    }
+    let stats = w.api().get("/v1/bounces").expect(200).json();
+    for (.., class) in cases {
+        assert_eq!(stats["byClass"][class], 1, "{stats}");
+    }
+    // Only the unknown address is suppressed: the others stay sendable.
+    let page = w.api().get("/v1/suppressions").expect(200).json();
+    let suppressed: Vec<&str> = page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["email"].as_str())
+        .collect();
+    assert_eq!(suppressed, ["unknown@example.org"]);
+    let again = w.send(basic(json!("blocked@example.org"))).expect(200).json();
+    assert_eq!(again["status"], "queued", "a policy refusal leaves the address sendable: {again}");
+    let refused = w.send(basic(json!("unknown@example.org")));
+    assert_eq!(refused.status, 422, "the unknown address is refused: {}", refused.text());
 }
 
 #[test]

@@ -227,6 +227,7 @@ fn get_returns_the_full_email_with_attachments_and_deliveries() {
             attempts,
             last_response: last.map(str::to_owned),
             updated_at: at,
+            bounce_class: None,
         };
         email.deliveries = vec![
             delivery("ada@example.org", "delivered", 1, Some("250 OK"), T + 500),

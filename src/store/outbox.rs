@@ -207,6 +207,42 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// Removes up to `limit` finished deliveries made before `before` from the endpoints' logs;
+    /// returns how many. Pending ones stay whatever their age.
+    pub fn prune_webhook_log(&mut self, before: u64, limit: usize) -> Result<usize> {
+        let hooks: Vec<String> = {
+            let table = self.tx.open_table(WEBHOOKS)?;
+            table.iter()?.map(|e| e.map(|(k, _)| k.value().to_owned())).collect::<Result<_, _>>()?
+        };
+        let mut old = Vec::new();
+        for hook in &hooks {
+            let index = self.tx.open_table(WEBHOOK_DELIVERIES_BY_ENDPOINT)?;
+            let table = self.tx.open_table(WEBHOOK_DELIVERIES)?;
+            for entry in index.range((hook.as_str(), "")..)? {
+                let (key, _) = entry?;
+                let (h, id) = key.value();
+                if h != hook || old.len() >= limit {
+                    break;
+                }
+                let Some(value) = table.get(id)? else { continue };
+                let d: WebhookDelivery = decode(value.value())?;
+                if d.created_at >= before {
+                    break;
+                }
+                if d.status != WebhookStatus::Pending {
+                    old.push((hook.clone(), id.to_owned()));
+                }
+            }
+        }
+        for (hook, id) in &old {
+            self.tx
+                .open_table(WEBHOOK_DELIVERIES_BY_ENDPOINT)?
+                .remove((hook.as_str(), id.as_str()))?;
+            self.tx.open_table(WEBHOOK_DELIVERIES)?.remove(id.as_str())?;
+        }
+        Ok(old.len())
+    }
+
     /// Drops a delivery's hold on its event; the body goes with the last one.
     fn release_event(&mut self, event_id: &str, delivery_id: &str) -> Result<()> {
         let mut refs = self.tx.open_table(WEBHOOK_EVENT_REFS)?;
@@ -318,5 +354,83 @@ impl Rtx {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::*;
+
+    fn hook(id: &str, events: &[&str], enabled: bool) -> Webhook {
+        Webhook {
+            id: id.into(),
+            domain: "x.test".into(),
+            url: "https://example.com/".into(),
+            events: events.iter().map(|e| e.to_string()).collect(),
+            description: None,
+            enabled,
+            secret: "whsec_AAAA".into(),
+            created_at: 0,
+        }
+    }
+
+    fn count(store: &Store, table: TableDefinition<&str, &[u8]>) -> usize {
+        store
+            .read_blocking(|r| -> Result<_> { Ok(r.tx.open_table(table)?.iter()?.count()) })
+            .expect("read") // ok: test
+    }
+
+    use redb::TableDefinition;
+
+    #[test]
+    fn events_fan_out_to_subscribers_and_their_bodies_go_with_the_last_delivery() {
+        let dir = std::env::temp_dir().join(format!("edgemail-outbox-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).expect("open"); // ok: test
+        store
+            .write_blocking(|w| -> Result<_> {
+                w.create_webhook(&hook("wh_a", &["email.delivered"], true))?;
+                w.create_webhook(&hook("wh_b", &["email.delivered", "email.opened"], true))?;
+                w.create_webhook(&hook("wh_c", &["email.delivered"], false))?;
+                w.emit("x.test", EventType::EmailDelivered, || serde_json::json!({"n": 1}))?;
+                w.emit("x.test", EventType::EmailBounced, || serde_json::json!({"n": 2}))?;
+                w.emit("y.test", EventType::EmailDelivered, || serde_json::json!({"n": 3}))?;
+                Ok(())
+            })
+            .expect("emit"); // ok: test
+        assert_eq!((count(&store, WEBHOOK_EVENTS), count(&store, WEBHOOK_DELIVERIES)), (1, 2));
+        let due = store.read_blocking(|r| r.due_webhooks(u64::MAX, 10)).expect("due").0; // ok: test
+        assert_eq!(due.len(), 2);
+        let jobs = store.read_blocking(|r| r.load_due_webhooks(&[(due[0].0, due[0].1.clone())]));
+        let body: serde_json::Value =
+            serde_json::from_slice(&jobs.expect("load")[0].body).expect("json"); // ok: test
+        assert_eq!(
+            (&body["type"], &body["data"]),
+            (&"email.delivered".into(), &serde_json::json!({"n": 1}))
+        );
+        let outcome = |(due, id, _): &(u64, String, String), succeeded| AttemptOutcome {
+            id: id.clone(),
+            due: *due,
+            succeeded,
+            status_code: Some(if succeeded { 200 } else { 500 }),
+            error: None,
+            retry_at: None,
+        };
+        let (first, second) = (outcome(&due[0], true), outcome(&due[1], false));
+        store.write_blocking(move |w| w.finish_webhook_attempts(&[first])).expect("finish"); // ok: test
+        assert_eq!(count(&store, WEBHOOK_EVENTS), 1, "the other delivery still needs the body");
+        store.write_blocking(move |w| w.finish_webhook_attempts(&[second])).expect("finish"); // ok: test
+        assert_eq!(count(&store, WEBHOOK_EVENTS), 0);
+        let log = store.read_blocking(|r| r.webhook_deliveries("wh_b", 10)).expect("log"); // ok: test
+        assert_eq!((log[0].status, log[0].attempts), (WebhookStatus::Failed, 1));
+        let pruned = store.write_blocking(|w| w.prune_webhook_log(u64::MAX, 10)).expect("prune"); // ok: test
+        assert_eq!((pruned, count(&store, WEBHOOK_DELIVERIES)), (2, 0));
+        store.write_blocking(|w| w.delete_webhook("x.test", "wh_a")).expect("delete"); // ok: test
+        let left = store.read_blocking(|r| r.webhooks("x.test")).expect("list"); // ok: test
+        assert_eq!(left.len(), 2);
+        store.close();
+        drop(store);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

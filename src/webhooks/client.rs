@@ -27,7 +27,19 @@ const MAX_RESPONSE: usize = 64 * 1024;
 const MAX_IDLE: usize = 64;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-type Sender = SendRequest<Full<Bytes>>;
+/// A connection: the handle requests go through, and its task, stopped when the handle is
+/// dropped rather than kept in the pool (after a time-out, a capped body, an error), so an
+/// endpoint that never answers cannot hold sockets open.
+struct Sender {
+    request: SendRequest<Full<Bytes>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
 
 pub struct Client {
     dns: Arc<Dns>,
@@ -78,16 +90,17 @@ impl Client {
     ) -> Result<(u16, hyper::body::Incoming, Sender), String> {
         // A pooled connection may have been closed by the peer meanwhile: one fresh retry.
         if let Some(mut sender) = self.take_idle(target)
-            && sender.ready().await.is_ok()
+            && sender.request.ready().await.is_ok()
         {
             let req = request(target, headers, body.clone())?;
-            if let Ok(res) = sender.send_request(req).await {
+            if let Ok(res) = sender.request.send_request(req).await {
                 return Ok((res.status().as_u16(), res.into_body(), sender));
             }
         }
         let mut sender = self.connect(target).await?;
         let req = request(target, headers, body)?;
-        let res = sender.send_request(req).await.map_err(|e| format!("request failed: {e}"))?;
+        let res =
+            sender.request.send_request(req).await.map_err(|e| format!("request failed: {e}"))?;
         Ok((res.status().as_u16(), res.into_body(), sender))
     }
 
@@ -95,7 +108,7 @@ impl Client {
         let mut idle = self.idle.lock().ok()?;
         let list = idle.get_mut(&target.origin())?;
         while let Some(sender) = list.pop() {
-            if !sender.is_closed() {
+            if !sender.request.is_closed() {
                 return Some(sender);
             }
         }
@@ -103,7 +116,7 @@ impl Client {
     }
 
     fn put_back(&self, target: &Target, sender: Sender) {
-        if sender.is_closed() {
+        if sender.request.is_closed() {
             return;
         }
         if let Ok(mut idle) = self.idle.lock() {
@@ -152,13 +165,13 @@ async fn handshake<I>(io: I) -> Result<Sender, String>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (sender, connection) = http1::handshake(TokioIo::new(io))
+    let (request, connection) = http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| format!("HTTP handshake failed: {e}"))?;
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let _ = connection.await;
     });
-    Ok(sender)
+    Ok(Sender { request, task: task.abort_handle() })
 }
 
 fn request(

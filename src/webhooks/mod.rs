@@ -78,6 +78,7 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
     });
     let (outcomes, received) = mpsc::unbounded_channel();
     let committer = tokio::spawn(commit(engine.clone(), received));
+    let pruner = tokio::spawn(prune(engine.deps.clone()));
     loop {
         let next = scan(&engine, &outcomes).await;
         let now = now_ms();
@@ -92,8 +93,29 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
             _ = shutdown.wait() => break,
         }
     }
+    pruner.abort();
     drop(outcomes);
     let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(2), committer).await;
+}
+
+/// Keeps the delivery logs to `max_age`: finished deliveries older than that go, a bounded
+/// number per write so a large backlog never makes one long transaction.
+async fn prune(deps: Arc<Deps>) {
+    let mut every = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        every.tick().await;
+        loop {
+            let before = now_ms().saturating_sub(deps.config.max_age.as_millis() as u64);
+            match deps.store.write(move |w| w.prune_webhook_log(before, 5_000)).await {
+                Ok(n) if n >= 5_000 => continue,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "pruning the webhook delivery logs failed");
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /// Starts what is due and has room; returns when the scan's first entry not started is due.

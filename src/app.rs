@@ -28,6 +28,7 @@ pub struct Server {
     queue: Arc<crate::queue::Deps>,
     sequences: Arc<crate::sequences::Deps>,
     warmup: Arc<crate::warmup::Deps>,
+    webhooks: Arc<crate::webhooks::Deps>,
 }
 
 impl Server {
@@ -62,6 +63,12 @@ impl Server {
             queue: queue_wake.clone(),
             config: config.warmup.clone(),
         });
+        let webhooks = Arc::new(crate::webhooks::Deps {
+            store: store.clone(),
+            dns: dns.clone(),
+            config: config.webhooks.clone(),
+            wake: store.events(),
+        });
         let state = Arc::new(AppState {
             tool_limits: ToolLimits::new(
                 config.tools.rate_per_minute,
@@ -80,7 +87,7 @@ impl Server {
             tokens,
             signers,
         });
-        Ok(Server { state, router, queue, sequences, warmup })
+        Ok(Server { state, router, queue, sequences, warmup, webhooks })
     }
 }
 
@@ -130,7 +137,7 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
 pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Result<()> {
-    let Server { state: app, router, queue, sequences, warmup } = server;
+    let Server { state: app, router, queue, sequences, warmup, webhooks } = server;
     let admin_path =
         listeners.admin.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
     let admin =
@@ -138,6 +145,7 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let queue = tokio::spawn(crate::queue::run(queue, shutdown.clone()));
     let sequences = tokio::spawn(crate::sequences::run(sequences, shutdown.clone()));
     let warmup = tokio::spawn(crate::warmup::run(warmup, shutdown.clone()));
+    let webhooks = tokio::spawn(crate::webhooks::run(webhooks, shutdown.clone()));
     let tidy = {
         let app = app.clone();
         tokio::spawn(async move {
@@ -172,6 +180,7 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let _ = queue.await;
     let _ = sequences.await;
     let _ = warmup.await;
+    let _ = webhooks.await;
     tidy.abort();
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);

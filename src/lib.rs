@@ -21,6 +21,7 @@
 //! - `sequences` the follow-up engine: due steps, merge fields, threading
 //! - `inbound`   what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
 //! - `queue`     the durable delivery queue: scheduler, SMTP client and pool, retry policy
+//! - `webhooks`  the webhook dispatcher: signed posts of recorded events, retries, its HTTP client
 //! - `health`    domain health: SPF, DKIM, DMARC, MX and blacklist checks
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
 //!
@@ -81,3 +82,4 @@ pub(crate) mod tools;
 pub(crate) mod tracking;
 pub(crate) mod wake;
 pub(crate) mod warmup;
+pub(crate) mod webhooks;

@@ -16,6 +16,7 @@ pub mod sequences;
 pub mod tools;
 pub mod tracking;
 pub mod warmup;
+pub mod webhooks;
 
 use hyper::Method;
 
@@ -56,6 +57,19 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/warmup", Analytics, handler!(warmup::list)),
         r(Method::POST, "/v1/warmup", Domain, handler!(warmup::enroll)),
         r(Method::DELETE, "/v1/warmup/{address}", Domain, handler!(warmup::disable)),
+        r(Method::GET, "/v1/webhooks", Domain, handler!(webhooks::list)),
+        r(Method::POST, "/v1/webhooks", Domain, handler!(webhooks::create)),
+        r(Method::GET, "/v1/webhooks/{id}", Domain, handler!(webhooks::get)),
+        r(Method::PATCH, "/v1/webhooks/{id}", Domain, handler!(webhooks::update)),
+        r(Method::DELETE, "/v1/webhooks/{id}", Domain, handler!(webhooks::delete)),
+        r(
+            Method::POST,
+            "/v1/webhooks/{id}/rotate-secret",
+            Domain,
+            handler!(webhooks::rotate_secret),
+        ),
+        r(Method::POST, "/v1/webhooks/{id}/test", Domain, handler!(webhooks::test)),
+        r(Method::GET, "/v1/webhooks/{id}/deliveries", Domain, handler!(webhooks::deliveries)),
         r(Method::POST, "/api/tools/generate-subject-lines", Tool, handler!(tools::subject_lines)),
         r(Method::POST, "/api/tools/validate-emails", Tool, handler!(tools::validate_emails)),
         r(
@@ -86,4 +100,6 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = tools::parse_validate(data);
     let _ = health::parse_check(data);
     let _ = warmup::parse_enroll(data, "example.com");
+    let _ = webhooks::parse_create(data);
+    let _ = webhooks::parse_update(data);
 }

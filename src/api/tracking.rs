@@ -28,15 +28,15 @@ pub async fn open(ctx: Ctx) -> Result<Reply> {
     let f = fields(&ctx, Kind::Open, 1)?;
     let id = f[0].clone();
     // A message deleted since it was sent still gets its pixel; the count is simply lost.
-    let _ = ctx.app.store.write(move |w| w.record_engagement(&id, false, now_ms())).await;
+    let _ = ctx.app.store.write(move |w| w.record_engagement(&id, None, now_ms())).await;
     Ok(no_store(Reply::raw("image/gif", Bytes::from_static(PIXEL))))
 }
 
 pub async fn click(ctx: Ctx) -> Result<Reply> {
     let f = fields(&ctx, Kind::Click, 2)?;
     let location = HeaderValue::from_str(&f[1]).map_err(|_| Error::not_found("link"))?;
-    let id = f[0].clone();
-    let _ = ctx.app.store.write(move |w| w.record_engagement(&id, true, now_ms())).await;
+    let (id, url) = (f[0].clone(), f[1].clone());
+    let _ = ctx.app.store.write(move |w| w.record_engagement(&id, Some(&url), now_ms())).await;
     let mut reply =
         no_store(Reply::raw("text/plain; charset=utf-8", Bytes::from_static(b"Redirecting\n")));
     reply.status = StatusCode::FOUND;

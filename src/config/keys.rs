@@ -242,6 +242,26 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
             .collect::<Result<_, _>>()?;
         Ok(())
     }),
+    ("webhooks.retry_initial", |c, v| {
+        c.webhooks.retry_initial = parse_duration(v)?.max(Duration::from_millis(10));
+        Ok(())
+    }),
+    ("webhooks.max_age", |c, v| {
+        c.webhooks.max_age = parse_duration(v)?;
+        Ok(())
+    }),
+    ("webhooks.allow_private", |c, v| {
+        c.webhooks.allow_private = parse_bool(v)?;
+        Ok(())
+    }),
+    ("webhooks.concurrency", |c, v| {
+        c.webhooks.concurrency = positive(v)?;
+        Ok(())
+    }),
+    ("webhooks.per_endpoint", |c, v| {
+        c.webhooks.per_endpoint = positive(v)?;
+        Ok(())
+    }),
     ("log.level", |c, v| {
         c.log.level = v.to_owned();
         Ok(())

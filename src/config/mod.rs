@@ -28,6 +28,22 @@ pub struct Config {
     pub health: Health,
     pub log: Log,
     pub warmup: Warmup,
+    pub webhooks: Webhooks,
+}
+
+#[derive(Debug, Clone)]
+pub struct Webhooks {
+    /// The wait before the first retry of a failed delivery; each retry doubles it.
+    pub retry_initial: Duration,
+    /// A delivery still failing this long after its event is `failed`.
+    pub max_age: Duration,
+    /// Post to endpoints at loopback, private, link-local or unspecified addresses. Off by
+    /// default: a webhook URL is chosen by an API caller, and following it inward would let
+    /// them reach the private network (checked again on every connection, after DNS).
+    pub allow_private: bool,
+    /// Deliveries in flight at once, over all endpoints, and to one endpoint.
+    pub concurrency: usize,
+    pub per_endpoint: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -231,6 +247,13 @@ impl Default for Config {
                 reply_delay: Duration::from_secs(30 * 60),
                 keep: Duration::from_secs(7 * 86_400),
                 peers: Vec::new(),
+            },
+            webhooks: Webhooks {
+                retry_initial: Duration::from_secs(5),
+                max_age: Duration::from_secs(3 * 86_400),
+                allow_private: false,
+                concurrency: 256,
+                per_endpoint: 32,
             },
         }
     }

@@ -11,7 +11,8 @@ use mail_auth::common::headers::HeaderWriter;
 use mail_auth::dmarc::verify::DmarcParameters;
 use mail_auth::spf::verify::SpfParameters;
 use mail_auth::{
-    AuthenticatedMessage, AuthenticationResults, DkimResult, MessageAuthenticator, SpfResult,
+    AuthenticatedMessage, AuthenticationResults, DkimResult, DmarcResult, MessageAuthenticator,
+    SpfResult,
 };
 
 /// What authentication proved about a message.
@@ -23,6 +24,61 @@ pub struct Verdict {
     pub spf_pass: Option<String>,
     /// The domain of the From header, lower-cased.
     pub from_domain: String,
+    /// Each check's result keyword, as Authentication-Results spells it.
+    pub results: Results,
+}
+
+/// The SPF, DKIM and DMARC results of a message: `pass`, `fail`, `softfail`, `neutral`, `none`,
+/// `temperror` or `permerror` (empty when the message was not checked).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Results {
+    pub spf: &'static str,
+    pub dkim: &'static str,
+    pub dmarc: &'static str,
+}
+
+impl Results {
+    fn all(word: &'static str) -> Results {
+        Results { spf: word, dkim: word, dmarc: word }
+    }
+}
+
+fn spf_word(r: SpfResult) -> &'static str {
+    match r {
+        SpfResult::Pass => "pass",
+        SpfResult::Fail => "fail",
+        SpfResult::SoftFail => "softfail",
+        SpfResult::Neutral => "neutral",
+        SpfResult::TempError => "temperror",
+        SpfResult::PermError => "permerror",
+        SpfResult::None => "none",
+    }
+}
+
+/// The best DKIM result of the message's signatures.
+fn dkim_word<'a>(mut results: impl Iterator<Item = &'a DkimResult>) -> &'static str {
+    let words: Vec<&'static str> = results
+        .by_ref()
+        .map(|r| match r {
+            DkimResult::Pass => "pass",
+            DkimResult::Fail(_) => "fail",
+            DkimResult::Neutral(_) => "neutral",
+            DkimResult::TempError(_) => "temperror",
+            DkimResult::PermError(_) => "permerror",
+            DkimResult::None => "none",
+        })
+        .collect();
+    if words.contains(&"pass") { "pass" } else { words.first().copied().unwrap_or("none") }
+}
+
+fn dmarc_word(r: &DmarcResult) -> &'static str {
+    match r {
+        DmarcResult::Pass => "pass",
+        DmarcResult::Fail(_) => "fail",
+        DmarcResult::TempError(_) => "temperror",
+        DmarcResult::PermError(_) => "permerror",
+        DmarcResult::None => "none",
+    }
 }
 
 impl Verdict {
@@ -80,7 +136,7 @@ pub async fn authenticate(
     let Some(message) = AuthenticatedMessage::parse(raw) else {
         return (
             format!("Authentication-Results: {host}; none (unparseable message)\r\n"),
-            Verdict::default(),
+            Verdict { results: Results::all("none"), ..Verdict::default() },
         );
     };
     let from_domain = message
@@ -113,6 +169,11 @@ pub async fn authenticate(
             spf_pass: (spf.result() == SpfResult::Pass)
                 .then(|| mail_from_domain.to_ascii_lowercase()),
             from_domain: from_domain.clone(),
+            results: Results {
+                spf: spf_word(spf.result()),
+                dkim: dkim_word(dkim.iter().map(|d| d.result())),
+                dmarc: dmarc_word(&dmarc.result()),
+            },
         };
         let header = AuthenticationResults::new(host)
             .with_dkim_results(&dkim, message.from())
@@ -127,7 +188,7 @@ pub async fn authenticate(
             format!(
                 "Authentication-Results: {host}; dkim=temperror; spf=temperror; dmarc=temperror\r\n"
             ),
-            Verdict { from_domain, ..Verdict::default() },
+            Verdict { from_domain, results: Results::all("temperror"), ..Verdict::default() },
         ),
     }
 }
@@ -141,6 +202,7 @@ mod tests {
             dkim_pass: dkim.iter().map(|d| d.to_string()).collect(),
             spf_pass: spf.map(str::to_owned),
             from_domain: from.into(),
+            results: Results::default(),
         }
     }
 

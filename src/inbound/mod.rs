@@ -191,9 +191,13 @@ impl Receiver {
             }
         }
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
+        let r = &verdict.results;
+        let auth = [r.spf, r.dkim, r.dmarc];
         self.store
             .write(move |w| {
-                link_reply(w, &parents, &mut { template }, &copies, &full)?;
+                let mut template = template;
+                link_reply(w, &parents, &mut template, &copies, &full)?;
+                w.emit_received(&template, &copies, auth)?;
                 reports.apply(w, now)
             })
             .await?;

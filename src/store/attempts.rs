@@ -6,6 +6,7 @@ use super::Wtx;
 use super::batches::Event;
 use super::emails::Folder;
 use super::error::Result;
+use super::events::{EventType, outcome_data};
 use super::stats::{self, DayCounts};
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
@@ -30,6 +31,15 @@ impl Outcome {
             Outcome::Deferred(_) => DeliveryStatus::Deferred,
             Outcome::Bounced(_) => DeliveryStatus::Bounced,
             Outcome::Failed(_) => DeliveryStatus::Failed,
+        }
+    }
+
+    fn event(&self) -> EventType {
+        match self {
+            Outcome::Delivered(_) => EventType::EmailDelivered,
+            Outcome::Deferred(_) => EventType::EmailDeferred,
+            Outcome::Bounced(_) => EventType::EmailBounced,
+            Outcome::Failed(_) => EventType::EmailFailed,
         }
     }
 
@@ -64,6 +74,7 @@ impl Wtx<'_> {
         let domain = email.domain().to_owned();
         let mut events = Vec::new();
         let mut today = DayCounts::default();
+        let mut reported = Vec::new();
         for (recipient, outcome) in outcomes {
             let Some(d) = email
                 .deliveries
@@ -82,6 +93,7 @@ impl Wtx<'_> {
             };
             d.bounce_class = class;
             today.outcome(d.status, class);
+            reported.push((d.recipient.clone(), outcome));
             match outcome {
                 Outcome::Bounced(reply) => {
                     if class.is_some_and(BounceClass::suppresses) {
@@ -118,6 +130,14 @@ impl Wtx<'_> {
             })?;
         }
         email.summary.status = email.overall_status();
-        self.replace_email(&before, &email)
+        self.replace_email(&before, &email)?;
+        for (recipient, outcome) in reported {
+            let kind = outcome.event();
+            let next = email.next_attempt_at;
+            self.emit_about(&email, kind, || {
+                outcome_data(&email, &recipient, kind, outcome.response(), next)
+            })?;
+        }
+        Ok(())
     }
 }

@@ -10,6 +10,7 @@
 use super::Wtx;
 use super::emails::Email;
 use super::error::Result;
+use super::events::{EventType, received_data};
 
 /// Decoded bodies and headers larger than this (together) are not kept in a copy's document.
 const INLINE_LIMIT: usize = 64 * 1024;
@@ -37,6 +38,28 @@ impl Wtx<'_> {
             self.share_raw(id, &blob, bodies_in_blob)?;
         }
         self.put_raw(&blob, raw)
+    }
+}
+
+impl Wtx<'_> {
+    /// Reports each copy stored by `store_copies` as `email.received` to its mailbox's domain;
+    /// `auth` holds the SPF, DKIM and DMARC results.
+    pub fn emit_received(
+        &mut self,
+        template: &Email,
+        copies: &[(String, String)],
+        auth: [&str; 3],
+    ) -> Result<()> {
+        for (id, mailbox) in copies {
+            let domain = mailbox.rsplit_once('@').map_or("", |(_, d)| d);
+            if template.summary.folder.is_hidden() {
+                continue;
+            }
+            self.emit(domain, EventType::EmailReceived, || {
+                received_data(template, id, mailbox, auth)
+            })?;
+        }
+        Ok(())
     }
 }
 

@@ -98,6 +98,13 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(ENROLLMENTS_DUE)?;
     tx.open_table(DAILY_STATS)?;
     tx.open_table(WARMUP)?;
+    tx.open_table(WEBHOOKS)?;
+    tx.open_table(WEBHOOKS_BY_DOMAIN)?;
+    tx.open_table(WEBHOOK_EVENTS)?;
+    tx.open_table(WEBHOOK_EVENT_REFS)?;
+    tx.open_table(WEBHOOK_DELIVERIES)?;
+    tx.open_table(WEBHOOK_DELIVERIES_BY_ENDPOINT)?;
+    tx.open_table(WEBHOOK_DUE)?;
     Ok(())
 }
 

@@ -19,6 +19,9 @@
 //! - `attempts`     committing a delivery attempt's outcome
 //! - `batches`      campaign batches, and counting a sent message's events for batch or sequence
 //! - `sequences`    sequences and enrollments
+//! - `outbox`       events out: recording them for webhooks, their deliveries and attempts
+//! - `webhooks`     webhook endpoints of a domain
+//! - `events`       event types and the `data` each carries
 //! - `queue`        the delivery queue, and the Message-IDs of what we sent
 //! - `suppressions` addresses a domain must not send to
 //! - `secrets`      secrets made on first start
@@ -37,11 +40,13 @@ mod contacts;
 mod domains;
 mod emails;
 mod error;
+mod events;
 mod groups;
 mod inbound;
 mod keys;
 mod mailboxes;
 mod migrate;
+mod outbox;
 mod queue;
 mod raw;
 mod removal;
@@ -54,6 +59,7 @@ mod suppressions;
 mod tables;
 mod tracking;
 mod warmup;
+mod webhooks;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -72,9 +78,11 @@ pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
 pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary, received_bodies};
 pub use error::{Error, JobError, Result};
+pub use events::EventType;
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
+pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};
 pub use removal::Removed;
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
 pub use stats::{DayCounts, day_of};
@@ -82,6 +90,7 @@ pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
 pub use suppressions::Suppression;
 pub use tracking::Tracking;
 pub use warmup::Warmup;
+pub use webhooks::{Webhook, WebhookPatch};
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE: &str = "edgemail.redb";
@@ -93,6 +102,8 @@ pub struct Store {
     db: Arc<Database>,
     writer: Arc<writer::Writer>,
     path: PathBuf,
+    /// Woken after a write that recorded a webhook event has committed.
+    events: crate::wake::Wake,
 }
 
 /// How the data file is opened.
@@ -111,6 +122,8 @@ impl Default for Options {
 /// A write transaction shared with the other jobs of its group commit.
 pub struct Wtx<'a> {
     tx: &'a WriteTransaction,
+    /// Whether this write recorded a webhook event: the dispatcher is woken once it commits.
+    emitted: bool,
 }
 
 /// A consistent snapshot for reading.
@@ -142,11 +155,16 @@ impl Store {
         migrate::upgrade(&db)?;
         let db = Arc::new(db);
         let writer = Arc::new(writer::Writer::start(db.clone())?);
-        Ok(Store { db, writer, path })
+        Ok(Store { db, writer, path, events: crate::wake::Wake::default() })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The wake-up handle of whoever delivers webhook events (the dispatcher waits on it).
+    pub(crate) fn events(&self) -> crate::wake::Wake {
+        self.events.clone()
     }
 
     /// Runs `work` in the next group commit; returns once the write is durable. `work` fails
@@ -159,7 +177,10 @@ impl Store {
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
-        self.submit(work).await.map_err(|_| E::from(shutting_down()))?
+        let (answer, emitted) = self.submit(work);
+        let out = answer.await.map_err(|_| E::from(shutting_down()))?;
+        self.after_commit(&emitted);
+        out
     }
 
     /// `write` for callers outside the async runtime (command line, test seeding).
@@ -169,16 +190,34 @@ impl Store {
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
-        self.submit(work).blocking_recv().map_err(|_| E::from(shutting_down()))?
+        let (answer, emitted) = self.submit(work);
+        let out = answer.blocking_recv().map_err(|_| E::from(shutting_down()))?;
+        self.after_commit(&emitted);
+        out
     }
 
-    fn submit<F, T, E>(&self, work: F) -> tokio::sync::oneshot::Receiver<Result<T, E>>
+    fn after_commit(&self, emitted: &std::sync::atomic::AtomicBool) {
+        if emitted.load(std::sync::atomic::Ordering::Relaxed) {
+            self.events.wake();
+        }
+    }
+
+    /// Queues `work`; the flag tells, once it has run, whether it recorded a webhook event.
+    fn submit<F, T, E>(&self, work: F) -> (Answer<T, E>, Arc<std::sync::atomic::AtomicBool>)
     where
         F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
-        self.writer.submit(move |tx| work(&mut Wtx { tx }))
+        let emitted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = emitted.clone();
+        let answer = self.writer.submit(move |tx| {
+            let mut w = Wtx { tx, emitted: false };
+            let out = work(&mut w);
+            flag.store(w.emitted, std::sync::atomic::Ordering::Relaxed);
+            out
+        });
+        (answer, emitted)
     }
 
     /// Runs `work` on a snapshot, off the async executor (redb reads may touch the disk).
@@ -208,6 +247,8 @@ impl Store {
         self.writer.close();
     }
 }
+
+type Answer<T, E> = tokio::sync::oneshot::Receiver<Result<T, E>>;
 
 fn shutting_down() -> Error {
     Error::Unavailable("the store is shutting down".into())
@@ -280,6 +321,30 @@ impl Rtx {
         }
         Ok(out)
     }
+}
+
+/// The JSON values of `table` named by the `(domain, id)` keys of `index`, in index order,
+/// through either transaction.
+fn scan_index<T: DeserializeOwned>(
+    tx: &impl Tables,
+    index: TableDefinition<'_, (&'static str, &'static str), ()>,
+    table: TableDefinition<'_, &'static str, &'static [u8]>,
+    domain: &str,
+) -> Result<Vec<T>> {
+    let index = tx.table(index)?;
+    let table = tx.table(table)?;
+    let mut out = Vec::new();
+    for entry in index.range((domain, "")..)? {
+        let (key, _) = entry?;
+        let (d, id) = key.value();
+        if d != domain {
+            break;
+        }
+        if let Some(v) = table.get(id)? {
+            out.push(decode(v.value())?);
+        }
+    }
+    Ok(out)
 }
 
 /// Reading tables through either transaction wrapper, so a lookup that both reads and writes need

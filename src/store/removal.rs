@@ -31,6 +31,7 @@ impl Wtx<'_> {
         }
         removed.contacts = self.remove_domain_contacts(name)?;
         self.remove_domain_sequences(name)?;
+        self.remove_domain_webhooks(name)?;
         removed.sender_groups = drain_domain(&mut self.tx.open_table(GROUPS)?, name)?;
         drain_domain(&mut self.tx.open_table(MAILBOXES)?, name)?;
         drain_domain(&mut self.tx.open_table(WARMUP)?, name)?;

@@ -5,6 +5,7 @@
 use super::batches::Event;
 use super::emails::Folder;
 use super::error::Result;
+use super::events::{EventType, email_data, outcome_data};
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
 use super::{Wtx, stats};
@@ -57,6 +58,11 @@ impl Wtx<'_> {
         self.replace_email(&before, &email)?;
         if let Some(event) = event {
             self.count(&email, event)?;
+            let response = format!("DSN: {reason}");
+            let kind = EventType::EmailBounced;
+            self.emit_about(&email, kind, || {
+                outcome_data(&email, recipient, kind, &response, None)
+            })?;
         }
         self.end_enrollment_of(&email, EnrollmentStatus::Bounced, at)?;
         Ok(true)
@@ -74,6 +80,9 @@ impl Wtx<'_> {
         }
         let domain = email.domain().to_owned();
         self.suppress(&domain, recipient, "complaint", "ARF feedback report", at)?;
+        self.emit_about(&email, EventType::EmailComplained, || {
+            email_data(&email, recipient).into()
+        })?;
         self.end_enrollment_of(&email, EnrollmentStatus::Cancelled, at)?;
         Ok(true)
     }

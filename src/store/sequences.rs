@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::emails::Email;
 use super::error::{Error, Result};
+use super::events::{EventType, enrollment_data};
 use super::status::EnrollmentStatus;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json};
@@ -112,6 +113,17 @@ fn allowed(from: EnrollmentStatus, to: EnrollmentStatus) -> bool {
         Active => to != Active,
         Completed => matches!(to, Replied | Bounced),
         Replied | Bounced | Cancelled => false,
+    }
+}
+
+/// The event an enrollment's move to `status` reports.
+fn ended(status: EnrollmentStatus) -> Option<EventType> {
+    match status {
+        EnrollmentStatus::Active => None,
+        EnrollmentStatus::Completed => Some(EventType::EnrollmentCompleted),
+        EnrollmentStatus::Replied => Some(EventType::EnrollmentReplied),
+        EnrollmentStatus::Bounced => Some(EventType::EnrollmentBounced),
+        EnrollmentStatus::Cancelled => Some(EventType::EnrollmentCancelled),
     }
 }
 
@@ -302,6 +314,9 @@ impl Wtx<'_> {
         *sequence.stats.slot(status) += 1;
         e.status = status;
         e.updated_at = now;
+        if let Some(kind) = ended(status) {
+            self.emit(&e.domain, kind, || enrollment_data(&e.sequence_id, &e.id, &e.email))?;
+        }
         Ok(true)
     }
 

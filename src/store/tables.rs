@@ -75,3 +75,23 @@ pub const ENROLLMENTS_DUE: TableDefinition<(u64, &str), ()> =
 pub const DAILY_STATS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("daily_stats");
 /// (domain, local part) -> `Warmup`: a mailbox's warmup settings and counters.
 pub const WARMUP: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("warmup");
+/// webhook id -> `Webhook`: an endpoint events are posted to.
+pub const WEBHOOKS: TableDefinition<&str, &[u8]> = TableDefinition::new("webhooks");
+/// (domain, webhook id) -> (): a domain's endpoints in creation order.
+pub const WEBHOOKS_BY_DOMAIN: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("webhooks_by_domain");
+/// event id -> the JSON body posted for it (`{type, timestamp, data}`), kept while a delivery
+/// of it is pending: the outbox. Written in the transaction of the change it reports.
+pub const WEBHOOK_EVENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("webhook_events");
+/// (event id, delivery id) -> (): the pending deliveries of an event; its body goes with the last.
+pub const WEBHOOK_EVENT_REFS: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("webhook_event_refs");
+/// delivery id -> `WebhookDelivery`: one event to one endpoint, and how its attempts went.
+pub const WEBHOOK_DELIVERIES: TableDefinition<&str, &[u8]> =
+    TableDefinition::new("webhook_deliveries");
+/// (webhook id, delivery id) -> (): an endpoint's delivery log in creation order.
+pub const WEBHOOK_DELIVERIES_BY_ENDPOINT: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("webhook_deliveries_by_endpoint");
+/// (next attempt time, delivery id) -> webhook id: pending deliveries; "what is due" is one range
+/// read, which also tells the dispatcher whose they are before it loads any.
+pub const WEBHOOK_DUE: TableDefinition<(u64, &str), &str> = TableDefinition::new("webhook_due");

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::batches::Event;
 use super::error::{Error, Result};
+use super::events::{EventType, email_data};
 use super::status::EnrollmentStatus;
 use super::tables::*;
 use super::{Rtx, Wtx, encode, get_json, stats};
@@ -23,12 +24,22 @@ pub struct Tracking {
 }
 
 impl Wtx<'_> {
-    /// Counts an open (`click == false`) or a click of a sent message, and its batch's unique
-    /// counters the first time.
-    pub fn record_engagement(&mut self, id: &str, click: bool, at: u64) -> Result<()> {
+    /// Counts an open (`clicked == None`) or a click of a link to `clicked` in a sent message,
+    /// and its batch's unique counters the first time.
+    pub fn record_engagement(&mut self, id: &str, clicked: Option<&str>, at: u64) -> Result<()> {
         let Some(email) = self.load_email(id)? else {
             return Err(Error::not_found("message"));
         };
+        let click = clicked.is_some();
+        let kind = if click { EventType::EmailClicked } else { EventType::EmailOpened };
+        self.emit_about(&email, kind, || {
+            let recipient = email.deliveries.first().map_or("", |d| d.recipient.as_str());
+            let mut data = email_data(&email, recipient);
+            if let Some(url) = clicked {
+                data.insert("url".into(), url.into());
+            }
+            data.into()
+        })?;
         let mut t = self.tracking_of(id)?;
         let first = if click { t.first_clicked_at.is_none() } else { t.first_opened_at.is_none() };
         if click {
@@ -68,6 +79,9 @@ impl Wtx<'_> {
         self.end_enrollment_of(&email, EnrollmentStatus::Cancelled, at)?;
         let mut t = self.tracking_of(id)?;
         if t.unsubscribed_at.is_none() {
+            self.emit_about(&email, EventType::EmailUnsubscribed, || {
+                email_data(&email, recipient).into()
+            })?;
             t.unsubscribed_at = Some(at);
             self.put_tracking(id, &t)?;
             if let Some(batch) = &email.batch_id {

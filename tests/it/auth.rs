@@ -59,6 +59,9 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
             Some(json!({"contacts": [{"email": "ada@example.org"}]}))
         }
         ("POST", "/v1/warmup") => Some(json!({"mailbox": "probe", "replyRate": 0.5})),
+        ("POST", "/v1/webhooks") => Some(json!({"url": "https://93.184.216.34/in"})),
+        ("PATCH", "/v1/webhooks/{id}") => Some(json!({"enabled": false})),
+        ("POST", "/v1/webhooks/{id}/rotate-secret" | "/v1/webhooks/{id}/test") => None,
         _ => panic!("no valid body known for {method} {template}; add one to auth.rs"),
     }
 }

@@ -227,8 +227,17 @@ impl World {
         World::start_seeded(|_| {})
     }
 
+    /// Like `start`, with these `EDGEMAIL_*` settings.
+    pub fn start_with_env(env: &[(&str, &str)]) -> World {
+        World::start_seeded_with(|_| {}, env)
+    }
+
     /// Like `start`, with more data seeded before the server starts.
     pub fn start_seeded(more: impl FnOnce(&Seed)) -> World {
+        World::start_seeded_with(more, &[])
+    }
+
+    fn start_seeded_with(more: impl FnOnce(&Seed), env: &[(&str, &str)]) -> World {
         let dir = TempDir::new("world");
         let seed = Seed::open(&dir.0);
         seed.domain(A);
@@ -238,7 +247,7 @@ impl World {
         let org = seed.key(None);
         more(&seed);
         seed.close();
-        let server = Server::start(&dir.0);
+        let server = Server::start_with(&dir.0, &[], env);
         World { server, a, b, org, _dir: dir }
     }
 

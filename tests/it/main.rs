@@ -7,6 +7,7 @@ mod harness;
 mod schema;
 mod smtp_client;
 mod smtp_sink;
+mod webhook_receiver;
 
 mod amplification;
 mod analytics;
@@ -32,3 +33,4 @@ mod sender_groups;
 mod sequences;
 mod tools;
 mod warmup;
+mod webhooks;

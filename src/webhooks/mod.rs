@@ -1,0 +1,289 @@
+//! The webhook dispatcher. Events are recorded by the store in the transactions of the changes
+//! they report (see `store::outbox`); this engine posts them. One scheduler task reads what is
+//! due, starts an attempt per delivery within the overall and per-endpoint limits, and sleeps
+//! until the next due time or a wake-up (an event written, attempts committed). Attempts run as
+//! their own tasks and send their outcomes to one committer, which writes them in batches; until
+//! that commit a delivery stays due, so a crash re-posts at most what was in flight.
+
+mod client;
+pub mod sign;
+pub mod target;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+use crate::config::Webhooks;
+use crate::dns::Dns;
+use crate::ids::now_ms;
+use crate::shutdown::Shutdown;
+use crate::store::{AttemptOutcome, DueDelivery, Store};
+use crate::wake::Wake;
+use client::Client;
+
+/// An endpoint has this long to answer.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// Retries wait at most this long.
+const MAX_INTERVAL: Duration = Duration::from_secs(10 * 3600);
+/// Due entries read per scan beyond those in flight: enough to find work for other endpoints
+/// behind a saturated one.
+const LOOK_AHEAD: usize = 4096;
+
+/// What the dispatcher works with.
+pub struct Deps {
+    pub store: Arc<Store>,
+    pub dns: Arc<Dns>,
+    pub config: Webhooks,
+    /// Woken when an event is written (the store's handle).
+    pub wake: Wake,
+}
+
+struct Engine {
+    deps: Arc<Deps>,
+    client: Client,
+    in_flight: Mutex<HashSet<String>>,
+    slots: Arc<Semaphore>,
+    endpoints: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Engine {
+    fn endpoint_slot(&self, webhook: &str) -> Option<OwnedSemaphorePermit> {
+        let semaphore = locked(&self.endpoints)
+            .entry(webhook.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.deps.config.per_endpoint)))
+            .clone();
+        semaphore.try_acquire_owned().ok()
+    }
+}
+
+/// Runs the dispatcher until shutdown, then lets attempts in flight commit (for up to the
+/// endpoints' time limit).
+pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
+    let engine = Arc::new(Engine {
+        client: Client::new(deps.dns.clone(), deps.config.allow_private),
+        in_flight: Mutex::new(HashSet::new()),
+        slots: Arc::new(Semaphore::new(deps.config.concurrency)),
+        endpoints: Mutex::new(HashMap::new()),
+        deps,
+    });
+    let (outcomes, received) = mpsc::unbounded_channel();
+    let committer = tokio::spawn(commit(engine.clone(), received));
+    let pruner = tokio::spawn(prune(engine.deps.clone()));
+    loop {
+        let next = scan(&engine, &outcomes).await;
+        let now = now_ms();
+        let wait = match next {
+            Some(at) if at > now => Duration::from_millis(at - now).min(Duration::from_secs(60)),
+            // Due work left behind busy slots: a commit wakes us when one frees.
+            _ => Duration::from_secs(1),
+        };
+        tokio::select! {
+            _ = engine.deps.wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.wait() => break,
+        }
+    }
+    pruner.abort();
+    drop(outcomes);
+    let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(2), committer).await;
+}
+
+/// Keeps the delivery logs to `max_age`: finished deliveries older than that go, a bounded
+/// number per write so a large backlog never makes one long transaction.
+async fn prune(deps: Arc<Deps>) {
+    let mut every = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        every.tick().await;
+        loop {
+            let before = now_ms().saturating_sub(deps.config.max_age.as_millis() as u64);
+            match deps.store.write(move |w| w.prune_webhook_log(before, 5_000)).await {
+                Ok(n) if n >= 5_000 => continue,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "pruning the webhook delivery logs failed");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Starts what is due and has room; returns when the scan's first entry not started is due.
+async fn scan(
+    engine: &Arc<Engine>,
+    outcomes: &mpsc::UnboundedSender<AttemptOutcome>,
+) -> Option<u64> {
+    let now = now_ms();
+    let look = locked(&engine.in_flight).len() + LOOK_AHEAD;
+    let (due, mut next) = match engine.deps.store.read(move |r| r.due_webhooks(now, look)).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::error!(error = %e, "webhook outbox read failed");
+            return Some(now + 1000);
+        }
+    };
+    let mut chosen = Vec::new();
+    let mut permits = HashMap::new();
+    for (at, id, webhook) in due {
+        if locked(&engine.in_flight).contains(&id) {
+            continue;
+        }
+        let Ok(slot) = engine.slots.clone().try_acquire_owned() else {
+            next = Some(at);
+            break;
+        };
+        let Some(endpoint) = engine.endpoint_slot(&webhook) else {
+            next = Some(next.map_or(at, |n| n.min(at)));
+            continue;
+        };
+        locked(&engine.in_flight).insert(id.clone());
+        permits.insert(id.clone(), (slot, endpoint));
+        chosen.push((at, id));
+    }
+    if chosen.is_empty() {
+        return next;
+    }
+    let keys = chosen.clone();
+    let jobs = match engine.deps.store.read(move |r| r.load_due_webhooks(&keys)).await {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            tracing::error!(error = %e, "webhook outbox read failed");
+            Vec::new()
+        }
+    };
+    for job in jobs {
+        if let Some(held) = permits.remove(&job.delivery.id) {
+            tokio::spawn(attempt(engine.clone(), job, held, outcomes.clone()));
+        }
+    }
+    // Chosen but gone meanwhile (the endpoint deleted): nothing to do for them.
+    let mut in_flight = locked(&engine.in_flight);
+    for id in permits.keys() {
+        in_flight.remove(id);
+    }
+    next
+}
+
+async fn attempt(
+    engine: Arc<Engine>,
+    job: DueDelivery,
+    _held: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    outcomes: mpsc::UnboundedSender<AttemptOutcome>,
+) {
+    let answer = if job.enabled {
+        post(&engine.client, &job).await
+    } else {
+        Err("the endpoint is disabled".into())
+    };
+    let attempts = job.delivery.attempts + 1;
+    let now = now_ms();
+    let config = &engine.deps.config;
+    let outcome = match answer {
+        Ok(code) if (200..300).contains(&code) => AttemptOutcome {
+            id: job.delivery.id,
+            due: job.due,
+            succeeded: true,
+            status_code: Some(code),
+            error: None,
+            retry_at: None,
+        },
+        failed => {
+            let (status_code, error) = match failed {
+                Ok(code) => (Some(code), format!("the endpoint answered HTTP {code}")),
+                Err(e) => (None, e),
+            };
+            let retry_at = job
+                .enabled
+                .then(|| retry_at(config, job.delivery.created_at, attempts, now))
+                .flatten();
+            AttemptOutcome {
+                id: job.delivery.id,
+                due: job.due,
+                succeeded: false,
+                status_code,
+                error: Some(error),
+                retry_at,
+            }
+        }
+    };
+    let _ = outcomes.send(outcome);
+}
+
+async fn post(client: &Client, job: &DueDelivery) -> client::Answer {
+    let target = target::parse(&job.url)?;
+    let timestamp = now_ms() / 1000;
+    let signature = sign::signature(&job.secret, &job.delivery.event_id, timestamp, &job.body)
+        .ok_or("the endpoint's secret is not valid base64")?;
+    let headers = [
+        ("webhook-id", job.delivery.event_id.clone()),
+        ("webhook-timestamp", timestamp.to_string()),
+        ("webhook-signature", signature),
+    ];
+    client.post(&target, &headers, Bytes::from(job.body.clone()), TIMEOUT).await
+}
+
+/// When a delivery that failed its `attempts`-th attempt is tried again: `retry_initial`,
+/// doubling each time up to `MAX_INTERVAL`; `None` once that would pass `max_age` after the
+/// event.
+pub fn retry_at(config: &Webhooks, created_at: u64, attempts: u32, now: u64) -> Option<u64> {
+    let initial = config.retry_initial.as_millis() as u64;
+    let factor = 1u64.checked_shl(attempts.saturating_sub(1).min(40)).unwrap_or(u64::MAX);
+    let wait = initial.saturating_mul(factor).min(MAX_INTERVAL.as_millis() as u64).max(initial);
+    let at = now.saturating_add(wait);
+    (at <= created_at.saturating_add(config.max_age.as_millis() as u64)).then_some(at)
+}
+
+/// Writes outcomes in batches: whatever arrived while the previous write was committing.
+async fn commit(engine: Arc<Engine>, mut received: mpsc::UnboundedReceiver<AttemptOutcome>) {
+    while let Some(first) = received.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < 2048 {
+            match received.try_recv() {
+                Ok(o) => batch.push(o),
+                Err(_) => break,
+            }
+        }
+        let ids: Vec<String> = batch.iter().map(|o| o.id.clone()).collect();
+        if let Err(e) = engine.deps.store.write(move |w| w.finish_webhook_attempts(&batch)).await {
+            tracing::error!(error = %e, "webhook outcomes not committed; retrying later");
+            // Left due and marked in flight a little, so a storage fault is not a hot loop.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        let mut in_flight = locked(&engine.in_flight);
+        for id in &ids {
+            in_flight.remove(id);
+        }
+        drop(in_flight);
+        engine.deps.wake.wake();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_double_until_the_maximum_age() {
+        let config = Webhooks {
+            retry_initial: Duration::from_secs(5),
+            max_age: Duration::from_secs(60),
+            allow_private: false,
+            concurrency: 1,
+            per_endpoint: 1,
+        };
+        assert_eq!(retry_at(&config, 0, 1, 0), Some(5_000));
+        assert_eq!(retry_at(&config, 0, 2, 5_000), Some(15_000));
+        assert_eq!(retry_at(&config, 0, 3, 15_000), Some(35_000));
+        assert_eq!(retry_at(&config, 0, 4, 35_000), None);
+    }
+}

@@ -27,6 +27,7 @@ pub fn routes() -> Vec<Route> {
     let r = |method, path, access, handler| Route { method, path, access, handler };
     vec![
         r(Method::GET, "/healthz", Public, handler!(meta::health)),
+        r(Method::GET, "/readyz", Public, handler!(meta::ready)),
         r(Method::GET, "/openapi.json", Public, handler!(meta::openapi_json)),
         r(Method::GET, "/api/openapi.yaml", Public, handler!(meta::openapi_yaml)),
         r(Method::GET, "/v1/mailboxes", Domain, handler!(mailboxes::list)),

@@ -34,6 +34,10 @@ impl Intake for crate::inbound::Receiver {
         };
         match self.accept(envelope, message).await {
             Ok(id) => format!("250 2.0.0 queued as {id}\r\n"),
+            Err(crate::error::Error::StorageUnavailable(e)) => {
+                tracing::warn!(error = %e, "inbound message refused: the store takes no writes");
+                crate::inbound::STORAGE_FULL.into()
+            }
             Err(e) => {
                 tracing::error!(error = %e, "inbound message not stored");
                 TEMPORARY_FAILURE.into()

@@ -1,27 +1,40 @@
 //! Group commit. redb has one writer at a time and an fsync per commit; one thread owns the
 //! writes, drains every job that queued up while the previous commit was syncing, runs them all in
 //! one transaction and answers each caller only after that transaction is durable.
+//!
+//! A commit that fails on the disk (full, EIO) degrades the store: the thread reopens the file
+//! (so reads go on), refuses writes at once, and probes with a small write every second until one
+//! commits.
 
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use redb::{Database, WriteTransaction};
 use tokio::sync::oneshot;
 
 use super::error::{Error, JobError, Result};
+use super::file::File;
 
 /// At most this many jobs share a commit, bounding the latency one batch adds to its first job.
 const MAX_BATCH: usize = 512;
+/// How often a degraded store tries a write.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// The small write that proves the disk takes writes again.
+pub(super) type Probe = fn(&Database) -> Result<()>;
 
 /// One write: runs inside a shared transaction, answers once the transaction has committed.
 trait Job: Send {
     /// Runs the write. A job must do its checks before it writes: an `Err` from a job that
     /// already wrote would be committed with the batch.
     fn run(&mut self, tx: &WriteTransaction);
-    /// Whether the job hit a fault (a storage failure); the whole batch is then aborted.
-    fn failed_storage(&self) -> bool;
+    /// The job's fault, if it hit one (`Some(true)`: the disk's); the whole batch is then aborted.
+    fn fault(&self) -> Option<bool>;
     /// Answers the caller; `commit` is the batch's outcome, shared by all its jobs.
     fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>);
+    /// Answers the caller without running: the store refuses writes.
+    fn refuse(self: Box<Self>, refusal: Error);
 }
 
 struct Pending<F, T, E> {
@@ -42,8 +55,11 @@ where
         }
     }
 
-    fn failed_storage(&self) -> bool {
-        matches!(&self.outcome, Some(Err(e)) if e.is_fault())
+    fn fault(&self) -> Option<bool> {
+        match &self.outcome {
+            Some(Err(e)) if e.is_fault() => Some(e.is_disk()),
+            _ => None,
+        }
     }
 
     fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>) {
@@ -58,6 +74,10 @@ where
         // The caller may have gone away (request cancelled); the write stands regardless.
         let _ = self.reply.send(answer);
     }
+
+    fn refuse(self: Box<Self>, refusal: Error) {
+        let _ = self.reply.send(Err(refusal.into()));
+    }
 }
 
 /// `None` asks the thread to commit what it holds and stop.
@@ -69,11 +89,11 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn start(db: Arc<Database>) -> Result<Self> {
+    pub(super) fn start(file: Arc<File>, probe: Probe) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run_writer(&db, rx))
+            .spawn(move || run_writer(&file, probe, rx))
             .map_err(|e| Error::io("cannot start the store writer thread", e))?;
         Ok(Writer { tx, thread: std::sync::Mutex::new(Some(thread)) })
     }
@@ -113,15 +133,22 @@ impl Drop for Writer {
     }
 }
 
-fn run_writer(db: &Database, rx: mpsc::Receiver<Msg>) {
+fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut stopping = false;
+    let mut next_probe = Instant::now();
     while !stopping {
-        match rx.recv() {
+        let first = if file.writable() {
+            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+        } else {
+            rx.recv_timeout(next_probe.saturating_duration_since(Instant::now()))
+        };
+        match first {
             Ok(Some(job)) => batch.push(job),
-            Ok(None) | Err(_) => break,
+            Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        while batch.len() < MAX_BATCH {
+        while !batch.is_empty() && batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(Some(job)) => batch.push(job),
                 Ok(None) => {
@@ -131,12 +158,46 @@ fn run_writer(db: &Database, rx: mpsc::Receiver<Msg>) {
                 Err(_) => break,
             }
         }
-        let commit = run_batch(db, &mut batch).map_err(Arc::new);
+        if !file.writable() && Instant::now() >= next_probe {
+            try_probe(file, probe);
+            next_probe = Instant::now() + PROBE_EVERY;
+        }
+        if !file.writable() {
+            batch.drain(..).for_each(|job| job.refuse(file.refusal()));
+            continue;
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let commit = file.db().and_then(|db| run_batch(&db, &mut batch)).map_err(Arc::new);
         if let Err(e) = &commit {
             tracing::error!(error = %e, jobs = batch.len(), "store commit failed");
+            if e.is_disk() {
+                file.degrade(e.clone());
+                reopen(file);
+                next_probe = Instant::now() + PROBE_EVERY;
+            }
         }
         for job in batch.drain(..) {
             job.finish(commit.clone());
+        }
+    }
+    batch.drain(..).for_each(|job| job.refuse(file.refusal()));
+}
+
+/// A handle that met a disk fault fails every later operation, reads too: replace it.
+fn reopen(file: &File) {
+    if let Err(e) = file.reopen() {
+        tracing::error!(error = %e, "store file not reopened; retrying with the next probe");
+    }
+}
+
+fn try_probe(file: &File, probe: Probe) {
+    match file.db().and_then(|db| probe(&db)) {
+        Ok(()) => file.recover(),
+        Err(e) => {
+            tracing::debug!(error = %e, "store probe write failed");
+            reopen(file);
         }
     }
 }
@@ -145,9 +206,11 @@ fn run_batch(db: &Database, batch: &mut [Box<dyn Job>]) -> Result<()> {
     let tx = db.begin_write()?;
     for job in batch.iter_mut() {
         job.run(&tx);
-        if job.failed_storage() {
-            tx.abort()?;
-            return Err(Error::internal("a write in the batch failed; batch aborted"));
+        if let Some(disk) = job.fault() {
+            // The job keeps its own error; the batch's says what became of the others.
+            let _ = tx.abort();
+            let why = "a write in the batch failed; batch aborted";
+            return Err(if disk { Error::Disk(why.into()) } else { Error::internal(why) });
         }
     }
     tx.commit()?;

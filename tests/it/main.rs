@@ -29,5 +29,6 @@ mod security_smtp;
 mod send;
 mod sender_groups;
 mod sequences;
+mod storage_faults;
 mod tools;
 mod warmup;

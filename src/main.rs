@@ -90,7 +90,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let Some(config) = load_config(args.common.config.as_deref(), &args.overrides()) else {
         return ExitCode::from(2);
     };
-    let _log = logging::init(&config.log.level);
+    let _log = logging::init(&config.log.level, config.log.format == config::LogFormat::Json);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

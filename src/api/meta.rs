@@ -24,6 +24,17 @@ pub async fn ready(ctx: Ctx) -> Result<Reply> {
     Ok(Reply::raw("application/json", Bytes::from_static(br#"{"status":"ok"}"#)))
 }
 
+/// The Prometheus exposition (the route's access checks `metrics.token`). The gauges that
+/// describe the store are read now, for this scrape.
+pub async fn metrics(ctx: Ctx) -> Result<Reply> {
+    let now = crate::ids::now_ms();
+    let (due, waiting, oldest) = ctx.app.store.read(move |r| r.queue_depth(now)).await?;
+    let age = oldest.filter(|&at| at <= now).map_or(0, |at| now - at);
+    crate::metrics::queue(due, waiting, std::time::Duration::from_millis(age));
+    let text = crate::metrics::encode().map_err(crate::error::Error::internal)?;
+    Ok(Reply::raw(crate::metrics::CONTENT_TYPE, Bytes::from(text)))
+}
+
 pub async fn openapi_json(ctx: Ctx) -> Result<Reply> {
     Ok(Reply::raw("application/json", ctx.app.openapi_json.clone()))
 }

@@ -356,6 +356,15 @@ impl Reports {
             for failure in &self.failures {
                 if self.speaks_for(&email, scope, &failure.recipient, false) {
                     w.record_bounce(target, &failure.recipient, &failure.reason, now)?;
+                    tracing::info!(
+                        target: "edgemail::delivery",
+                        event = "bounce",
+                        source = "dsn",
+                        email_id = %target,
+                        recipient = %failure.recipient,
+                        smtp_response = %failure.reason,
+                        "late bounce"
+                    );
                 }
             }
             if let Some(recipient) = &self.complaint

@@ -246,9 +246,9 @@ async fn finish(
     let outcomes = Arc::new(outcomes);
     let mut held = false;
     loop {
-        let (email, outcomes) = (id.to_owned(), outcomes.clone());
+        let (email, held_outcomes) = (id.to_owned(), outcomes.clone());
         let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::store::Result<()> {
-            w.finish_attempt(&email, due, &outcomes, retry_at)
+            w.finish_attempt(&email, due, &held_outcomes, retry_at)
         };
         match app.store.write(commit).await {
             Err(e) if e.is_disk() => {
@@ -258,7 +258,23 @@ async fn finish(
                 }
                 tokio::time::sleep(STORE_RECHECK).await;
             }
-            done => return Ok(done?),
+            done => {
+                done?;
+                for (recipient, outcome) in outcomes.iter() {
+                    crate::metrics::delivery(outcome.result());
+                    // One line per recipient and attempt; the field names are a contract (README).
+                    tracing::info!(
+                        target: "edgemail::delivery",
+                        event = "delivery_attempt",
+                        email_id = id,
+                        recipient = %recipient,
+                        result = outcome.result(),
+                        smtp_response = outcome.response(),
+                        "delivery attempt"
+                    );
+                }
+                return Ok(());
+            }
         }
     }
 }

@@ -64,6 +64,7 @@ impl File {
         let mut kept = self.fault.lock().unwrap_or_else(|p| p.into_inner());
         if self.writable.swap(false, Ordering::AcqRel) || kept.is_none() {
             tracing::error!(error = %fault, "store degraded: writes refused until a probe commits");
+            crate::metrics::store_writable(false);
             *kept = Some(fault);
         }
     }
@@ -72,6 +73,7 @@ impl File {
         *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = None;
         if !self.writable.swap(true, Ordering::AcqRel) {
             tracing::warn!("store recovered: writes accepted again");
+            crate::metrics::store_writable(true);
         }
     }
 

@@ -169,7 +169,9 @@ fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
         if batch.is_empty() {
             continue;
         }
+        let started = Instant::now();
         let commit = file.db().and_then(|db| run_batch(&db, &mut batch)).map_err(Arc::new);
+        crate::metrics::store_commit(started.elapsed());
         if let Err(e) = &commit {
             tracing::error!(error = %e, jobs = batch.len(), "store commit failed");
             if e.is_disk() {

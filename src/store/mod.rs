@@ -6,6 +6,7 @@
 //! calling the methods they add to `Wtx` and `Rtx` (`layering.rs` holds store to this). A lower
 //! module that must trigger work above it does not: the upper one does it (removal cleans up
 //! after every entity; the event counting of sent mail lives above the sequence counters).
+//! - `backup`       consistent copies between commits, restores, integrity checks
 //! - `migrate`      the schema version stamp and the upgrade steps
 //! - `removal`      what goes with a domain or a mailbox
 //! - `warmup`       warmup enrollments, and pruning warmup mail
@@ -33,6 +34,7 @@
 //! - `error`        the store's error, and its mapping onto the API's
 
 mod attempts;
+mod backup;
 mod batches;
 mod contacts;
 mod domains;
@@ -68,6 +70,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use attempts::Outcome;
+pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};

@@ -80,8 +80,16 @@ where
     }
 }
 
-/// `None` asks the thread to commit what it holds and stop.
-type Msg = Option<Box<dyn Job>>;
+/// Work that runs between two commits, with no transaction open: the file then holds exactly the
+/// last commit, and holds still until the work returns.
+pub(super) type Between = Box<dyn FnOnce(&Database) + Send>;
+
+enum Msg {
+    Job(Box<dyn Job>),
+    Between(Between),
+    /// Commit what the thread holds and stop.
+    Stop,
+}
 
 pub(super) struct Writer {
     tx: mpsc::Sender<Msg>,
@@ -109,14 +117,20 @@ impl Writer {
         let job = Box::new(Pending { work: Some(work), outcome: None, reply });
         // Once the thread is gone the job is dropped unrun, closing `answer`: the caller reads
         // that as the store shutting down (503), not as a failed commit.
-        let _ = self.tx.send(Some(job));
+        let _ = self.tx.send(Msg::Job(job));
         answer
+    }
+
+    /// Runs `work` after the commit of every write queued before it, before any queued after.
+    /// `false` when the writer is gone (the store is closed).
+    pub(super) fn between(&self, work: Between) -> bool {
+        self.tx.send(Msg::Between(work)).is_ok()
     }
 
     /// Lets the thread commit what it holds, stops it and waits for it. Later writes are
     /// refused with 503.
     pub(super) fn close(&self) {
-        let _ = self.tx.send(None);
+        let _ = self.tx.send(Msg::Stop);
         let thread = match self.thread.lock() {
             Ok(mut slot) => slot.take(),
             Err(poisoned) => poisoned.into_inner().take(),
@@ -137,21 +151,32 @@ fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut stopping = false;
     let mut next_probe = Instant::now();
+    let mut between: Option<Between> = None;
     while !stopping {
+        if let Some(work) = between.take()
+            && let Ok(db) = file.db()
+        {
+            work(&db);
+        }
         let first = if file.writable() {
             rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
         } else {
             rx.recv_timeout(next_probe.saturating_duration_since(Instant::now()))
         };
         match first {
-            Ok(Some(job)) => batch.push(job),
-            Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Ok(Msg::Job(job)) => batch.push(job),
+            Ok(Msg::Between(work)) => between = Some(work),
+            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         while !batch.is_empty() && batch.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(Some(job)) => batch.push(job),
-                Ok(None) => {
+                Ok(Msg::Job(job)) => batch.push(job),
+                Ok(Msg::Between(work)) => {
+                    between = Some(work);
+                    break;
+                }
+                Ok(Msg::Stop) => {
                     stopping = true;
                     break;
                 }

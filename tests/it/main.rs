@@ -13,6 +13,7 @@ mod analytics;
 mod api_description;
 mod api_limits;
 mod auth;
+mod backup;
 mod bounces;
 mod cli;
 mod contacts;

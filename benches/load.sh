@@ -12,8 +12,11 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; e
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
-cargo build --release --quiet
-BIN=target/release/edgemail
+# BIN=path/to/edgemail measures another build (for a before/after comparison) without building.
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=target/release/edgemail
+fi
 DATA=$(mktemp -d /tmp/edgemail-load.XXXXXX)
 LOG=$DATA/server.log
 cleanup() { [ -n "${PID:-}" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$DATA"; }

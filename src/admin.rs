@@ -18,12 +18,27 @@ pub const SOCKET: &str = "admin.sock";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Command {
-    DomainAdd { name: String },
+    DomainAdd {
+        name: String,
+    },
     DomainList,
-    DomainRemove { name: String },
-    KeyCreate { name: String, domain: Option<String> },
+    DomainRemove {
+        name: String,
+    },
+    KeyCreate {
+        name: String,
+        domain: Option<String>,
+    },
     KeyList,
-    KeyRevoke { id: String },
+    KeyRevoke {
+        id: String,
+    },
+    /// Write a consistent copy of the data to this (absolute) path.
+    Backup {
+        to: PathBuf,
+    },
+    /// Check the integrity of what is committed (on a copy: the live file cannot be checked).
+    Check,
 }
 
 impl Command {
@@ -101,12 +116,28 @@ pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result
             }
             Ok(out)
         }
+        Command::Backup { to } => {
+            let checked = store.backup(&to)?;
+            Ok(format!("backed up to {} ({})\n", to.display(), describe(&checked)))
+        }
+        Command::Check => {
+            let copy = store.path().with_extension("redb.check");
+            let checked = store.backup(&copy);
+            let _ = std::fs::remove_file(&copy);
+            Ok(format!("{}: ok ({})\n", store.path().display(), describe(&checked?)))
+        }
         Command::KeyRevoke { id } => {
             let key =
                 store.write_blocking(move |w| w.revoke_key(id.trim(), crate::ids::now_ms()))?;
             Ok(format!("revoked {}\n", key.id))
         }
     }
+}
+
+/// One line about a checked file.
+pub fn describe(checked: &crate::store::Checked) -> String {
+    let repaired = if checked.repaired { ", repaired after an unclean shutdown" } else { "" };
+    format!("{} bytes, schema version {}{repaired}", checked.bytes, checked.schema_version)
 }
 
 /// Sends `command` to the server listening on `socket`. `Ok(None)` when no server listens there.

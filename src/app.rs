@@ -39,6 +39,7 @@ impl Server {
         let keys = KeyTable::default();
         keys.reload(&store)?;
         let router = Router::new(crate::api::routes()).map_err(Error::internal)?;
+        crate::metrics::http_routes(router.routes().iter().map(|r| r.path));
         let dns = Arc::new(Dns::new(config.delivery.nameserver, config.delivery.dns_timeout)?);
         let tokens = Arc::new(Tokens::new(&store.read_blocking(|r| r.secret("tracking"))?));
         let signers = Arc::new(Signers::default());

@@ -28,6 +28,29 @@ pub enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+    /// Write a consistent copy of the data to FILE (also while `serve` runs on it).
+    Backup {
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Put a backup in place as the data of the data directory (refuses a non-empty directory
+    /// without --force, and a directory a server runs on).
+    Restore {
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+        /// Replace the data the directory holds.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Check the integrity of the data file; exits non-zero when it is damaged.
+    Check {
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 /// Options every command takes.

@@ -91,7 +91,9 @@ impl Dns {
 
     /// Delivery: MX hosts by preference, or the domain itself when it has no MX (RFC 5321 5.1).
     pub async fn destination(&self, domain: &str) -> Destination {
-        match self.resolver.mx_lookup(fqdn(domain)).await {
+        let found = self.resolver.mx_lookup(fqdn(domain)).await;
+        crate::metrics::dns_lookup(found.is_ok() || found.as_ref().is_err_and(is_definitive));
+        match found {
             Ok(lookup) => {
                 let mut mx: Vec<(u16, String)> = lookup
                     .answers()
@@ -136,8 +138,11 @@ impl Dns {
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(vec![ip]);
         }
-        let lookup = self.resolver.lookup_ip(fqdn(host)).await?;
-        Ok(lookup.iter().collect())
+        let lookup = self.resolver.lookup_ip(fqdn(host)).await;
+        crate::metrics::dns_lookup(
+            lookup.as_ref().is_ok() || lookup.as_ref().is_err_and(is_definitive),
+        );
+        Ok(lookup?.iter().collect())
     }
 }
 

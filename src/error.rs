@@ -42,6 +42,9 @@ pub enum Error {
     Internal(String),
     /// 500 like `Internal`: a fault below the API (the store's), kept whole as the source.
     Storage(Box<dyn std::error::Error + Send + Sync>),
+    /// 503 with `Retry-After`: the store's disk is full or failing and writes are refused until
+    /// it recovers (by itself); the source is the store's error.
+    StorageUnavailable(Box<dyn std::error::Error + Send + Sync>),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -80,6 +83,7 @@ impl fmt::Display for Error {
             }
             Error::Internal(detail) => write!(f, "internal error: {detail}"),
             Error::Storage(source) => write!(f, "internal error: {source}"),
+            Error::StorageUnavailable(source) => f.write_str(&source.to_string()),
         }
     }
 }
@@ -87,11 +91,15 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Storage(source) => Some(source.as_ref()),
+            Error::Storage(source) | Error::StorageUnavailable(source) => Some(source.as_ref()),
             _ => None,
         }
     }
 }
+
+/// Seconds a client waits before retrying a write the store refused: about the time the store
+/// takes to notice that its disk recovered.
+pub const STORAGE_RETRY_AFTER: u64 = 5;
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {

@@ -39,6 +39,7 @@
 //!
 //! The ground floor:
 //! - `listener`  accepting connections with caps, for HTTP and SMTP alike
+//! - `metrics`   the Prometheus registry and cheap recording functions for every layer
 //! - `logging`   tracing to stderr without blocking requests
 //! - `config`    defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`
 //! - `address`   address, local part and domain syntax
@@ -70,6 +71,7 @@ pub mod inbound;
 pub(crate) mod listener;
 pub mod logging;
 pub mod mail;
+pub(crate) mod metrics;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
 pub(crate) mod screening;

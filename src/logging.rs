@@ -69,18 +69,24 @@ impl Drop for Guard {
     }
 }
 
-/// Installs the global subscriber with `filter` (e.g. `info`); `RUST_LOG` overrides it.
-pub fn init(filter: &str) -> Guard {
+/// Installs the global subscriber with `filter` (e.g. `info`); `RUST_LOG` overrides it. With
+/// `json`, each event is one JSON object on its own line: `timestamp`, `level`, `target`,
+/// `message` and the event's fields at the top level (their names are listed in the README).
+pub fn init(filter: &str, json: bool) -> Guard {
     let (tx, rx) = sync_channel(QUEUE);
     let _ = std::thread::Builder::new().name("log-writer".into()).spawn(move || drain(rx));
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(filter))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(Queue(tx.clone()))
-        .with_ansi(false)
-        .try_init();
+        .with_ansi(false);
+    let _ = if json {
+        builder.json().flatten_event(true).with_current_span(false).with_span_list(false).try_init()
+    } else {
+        builder.try_init()
+    };
     Guard(tx)
 }
 

@@ -37,6 +37,67 @@ fn main() -> ExitCode {
             KeyCommand::List { common } => administer(&common, Admin::KeyList),
             KeyCommand::Revoke { id, common } => administer(&common, Admin::KeyRevoke { id }),
         },
+        Command::Backup { to, common } => match std::path::absolute(&to) {
+            Ok(to) => on_existing_store(&common, Admin::Backup { to }),
+            Err(e) => fail(&format!("{}: {e}", to.display())),
+        },
+        Command::Check { common } => on_existing_store(&common, Admin::Check),
+        Command::Restore { from, force, common } => restore(&common, &from, force),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("edgemail: {message}");
+    ExitCode::FAILURE
+}
+
+/// `administer` for commands that read a store: a data directory that does not exist is an
+/// error, not an empty store to create. A check without a server checks the file itself.
+fn on_existing_store(common: &Common, command: Admin) -> ExitCode {
+    let Some(config) = load_config(common.config.as_deref(), &common.overrides()) else {
+        return ExitCode::from(2);
+    };
+    if !config.data_dir.join(store::DB_FILE).is_file() {
+        return fail(&format!("no edgemail data in {}", config.data_dir.display()));
+    }
+    let socket = admin::socket_path(&config.data_dir);
+    if matches!(command, Admin::Check)
+        && matches!(admin::send(&socket, &Admin::DomainList), Ok(None))
+    {
+        let path = config.data_dir.join(store::DB_FILE);
+        return match store::check_file(&path) {
+            Ok(checked) => {
+                println!("{}: ok ({})", path.display(), admin::describe(&checked));
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&Error::from(e).to_string()),
+        };
+    }
+    administer(common, command)
+}
+
+fn restore(common: &Common, from: &std::path::Path, force: bool) -> ExitCode {
+    let Some(config) = load_config(common.config.as_deref(), &common.overrides()) else {
+        return ExitCode::from(2);
+    };
+    let socket = admin::socket_path(&config.data_dir);
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        return fail(&format!(
+            "a server runs on {}; stop it before restoring into it",
+            config.data_dir.display()
+        ));
+    }
+    match store::restore(from, &config.data_dir, force) {
+        Ok(checked) => {
+            println!(
+                "restored {} into {} ({})",
+                from.display(),
+                config.data_dir.display(),
+                admin::describe(&checked)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&Error::from(e).to_string()),
     }
 }
 
@@ -90,7 +151,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let Some(config) = load_config(args.common.config.as_deref(), &args.overrides()) else {
         return ExitCode::from(2);
     };
-    let _log = logging::init(&config.log.level);
+    let _log = logging::init(&config.log.level, config.log.format == config::LogFormat::Json);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

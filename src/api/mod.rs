@@ -25,10 +25,12 @@ use crate::http::{Access, Route};
 
 /// Every route the server answers. `schema/openapi.yaml` documents each of them (a test checks).
 pub fn routes() -> Vec<Route> {
-    use Access::{Analytics, Domain, Link, Public, Tool};
+    use Access::{Analytics, Domain, Link, Metrics, Public, Tool};
     let r = |method, path, access, handler| Route { method, path, access, handler };
     vec![
         r(Method::GET, "/healthz", Public, handler!(meta::health)),
+        r(Method::GET, "/readyz", Public, handler!(meta::ready)),
+        r(Method::GET, "/metrics", Metrics, handler!(meta::metrics)),
         r(Method::GET, "/openapi.json", Public, handler!(meta::openapi_json)),
         r(Method::GET, "/api/openapi.yaml", Public, handler!(meta::openapi_yaml)),
         r(Method::GET, "/v1/mailboxes", Domain, handler!(mailboxes::list)),

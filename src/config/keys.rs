@@ -266,4 +266,16 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.log.level = v.to_owned();
         Ok(())
     }),
+    ("log.format", |c, v| {
+        c.log.format = match v {
+            "text" => super::LogFormat::Text,
+            "json" => super::LogFormat::Json,
+            _ => return Err("expected `text` or `json`".into()),
+        };
+        Ok(())
+    }),
+    ("metrics.token", |c, v| {
+        c.metrics.token = (!v.is_empty()).then(|| v.to_owned());
+        Ok(())
+    }),
 ];

@@ -29,6 +29,13 @@ pub struct Config {
     pub log: Log,
     pub warmup: Warmup,
     pub webhooks: Webhooks,
+    pub metrics: Metrics,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Metrics {
+    /// When set, `GET /metrics` needs `Authorization: Bearer <token>`.
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -174,6 +181,14 @@ impl Smtp {
 pub struct Log {
     /// A `tracing` filter such as `info` or `edgemail=debug,warn`.
     pub level: String,
+    /// `text` (one human-readable line per event) or `json` (one JSON object per line).
+    pub format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 impl Default for Config {
@@ -240,7 +255,8 @@ impl Default for Config {
                 .map(str::to_owned)
                 .to_vec(),
             },
-            log: Log { level: "info".into() },
+            log: Log { level: "info".into(), format: LogFormat::Text },
+            metrics: Metrics::default(),
             warmup: Warmup {
                 tick: Duration::from_secs(60),
                 spread: Duration::from_secs(86_400),

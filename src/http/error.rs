@@ -81,6 +81,12 @@ fn classify(error: &Error) -> (StatusCode, &'static str, &'static str) {
             "service_unavailable",
             "the server is starting or stopping; retry shortly",
         ),
+        Error::StorageUnavailable(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            "the server cannot write to its disk (full or failing); reads still work. Retry after \
+             the seconds in the Retry-After header: writes resume by themselves once it recovers",
+        ),
         Error::Internal(_) | Error::Storage(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
@@ -100,6 +106,8 @@ pub fn error_reply(error: &Error, documentation_url: &str) -> Reply {
             tracing::error!(detail = %source, "internal error");
             "internal server error".to_owned()
         }
+        // The detail (a path, an OS error) is the operator's, in the log once per spell.
+        Error::StorageUnavailable(_) => "storage unavailable: the write was not stored".to_owned(),
         other => other.to_string(),
     };
     let hint = match error {
@@ -130,6 +138,10 @@ pub fn error_reply(error: &Error, documentation_url: &str) -> Reply {
         Error::RateLimited { retry_after } => {
             reply.headers.push((RETRY_AFTER, HeaderValue::from(*retry_after)));
         }
+        Error::StorageUnavailable(_) => {
+            let seconds = crate::error::STORAGE_RETRY_AFTER;
+            reply.headers.push((RETRY_AFTER, HeaderValue::from(seconds)));
+        }
         _ => {}
     }
     reply
@@ -150,5 +162,16 @@ mod tests {
             assert_eq!(body["message"], "internal server error");
         }
         assert_eq!(storage.body, internal.body);
+    }
+
+    #[test]
+    fn a_full_disk_answers_503_storage_unavailable_with_retry_after() {
+        let reply = error_reply(&Error::StorageUnavailable("No space left on device".into()), "");
+        assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+        let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("json"); // ok: test
+        assert_eq!(body["code"], "storage_unavailable");
+        assert!(!body["message"].as_str().unwrap_or("").contains("No space"), "{body}");
+        let retry = reply.headers.iter().find(|(name, _)| name == RETRY_AFTER);
+        assert!(retry.is_some_and(|(_, v)| v.to_str().is_ok_and(|s| s.parse::<u64>().is_ok())));
     }
 }

@@ -25,6 +25,8 @@ pub enum Access {
     Link,
     /// No key, rate limited per client IP: the public tools.
     Tool,
+    /// The metrics: open, or with `metrics.token` set, that token as a bearer token.
+    Metrics,
 }
 
 pub struct Route {

@@ -87,7 +87,9 @@ async fn handle(
     let method = req.method().clone();
     let mut path = req.uri().path().to_owned();
     let mut key_id = None;
-    let reply = match dispatch(&app, &router, peer, req, &mut key_id, &mut path).await {
+    let mut route = crate::metrics::UNMATCHED;
+    let seen = Seen { key_id: &mut key_id, logged_path: &mut path, route: &mut route };
+    let reply = match dispatch(&app, &router, peer, req, seen).await {
         Ok(reply) => reply,
         Err(error) => error_reply(&error, &app.documentation_url),
     };
@@ -99,7 +101,16 @@ async fn handle(
         micros = started.elapsed().as_micros() as u64,
         key = key_id.as_deref().unwrap_or("-"),
     );
+    crate::metrics::http_request(route, reply.status.as_u16(), started.elapsed());
     Ok(reply.into_response())
+}
+
+/// What the request's log line and metrics learn while it is dispatched.
+struct Seen<'a> {
+    key_id: &'a mut Option<Arc<str>>,
+    logged_path: &'a mut String,
+    /// The route template, the only form of the path that metrics see.
+    route: &'a mut &'static str,
 }
 
 async fn dispatch(
@@ -107,15 +118,17 @@ async fn dispatch(
     router: &Router,
     peer: SocketAddr,
     req: Request<Incoming>,
-    key_id: &mut Option<Arc<str>>,
-    logged_path: &mut String,
+    seen: Seen<'_>,
 ) -> Result<super::reply::Reply> {
+    let Seen { key_id, logged_path, route } = seen;
     if let Some(template) = router.link_template(req.uri().path()) {
         // Link tokens name a recipient: the log shows the route, never the token, also when the
         // request is refused before any route matches.
         *logged_path = template.to_owned();
+        *route = template;
     }
     let matched = router.find(req.method(), req.uri().path())?;
+    *route = matched.route.path;
     let access = matched.route.access;
     if access == Access::Tool {
         let ip = app.tool_limits.client(peer, req.headers());
@@ -123,9 +136,24 @@ async fn dispatch(
     }
     let principal = match access {
         Access::Public | Access::Link | Access::Tool => None,
+        Access::Metrics => {
+            let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+            metrics_token(app, header)?;
+            None
+        }
         access => {
             let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
-            let principal = app.keys.authenticate(header)?;
+            let principal = app.keys.authenticate(header).inspect_err(|e| {
+                tracing::warn!(
+                    target: "edgemail::auth",
+                    event = "auth_failure",
+                    protocol = "http",
+                    peer_ip = %peer.ip(),
+                    route = matched.route.path,
+                    reason = %e,
+                    "API key refused"
+                );
+            })?;
             *key_id = Some(principal.key_id.clone());
             app.api_limits.check(&principal.key_id)?;
             if access == Access::Domain {
@@ -150,6 +178,22 @@ async fn dispatch(
     };
     let ctx = Ctx { app: app.clone(), principal, params, query, body, peer };
     handler(ctx).await
+}
+
+/// With `metrics.token` set, the request must carry it as a bearer token.
+fn metrics_token(app: &App, header: Option<&[u8]>) -> Result<()> {
+    let Some(token) = &app.config.metrics.token else { return Ok(()) };
+    let sent = header.and_then(|h| h.strip_prefix(b"Bearer ")).map(<[u8]>::trim_ascii);
+    // Time that depends on the length only, so the token cannot be found byte by byte.
+    let same = |s: &[u8]| {
+        s.len() == token.len()
+            && s.iter().zip(token.as_bytes()).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
+    };
+    if sent.is_some_and(same) {
+        Ok(())
+    } else {
+        Err(Error::Unauthorized("the metrics need `Authorization: Bearer <metrics.token>`"))
+    }
 }
 
 /// Reads the whole body, refusing non-JSON content types (415) and bodies over the limit (413)

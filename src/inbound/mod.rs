@@ -98,6 +98,10 @@ struct Routed {
     to_system: bool,
 }
 
+/// The answer while the store refuses writes (RFC 3463 X.3.1: mail system full): the sender
+/// keeps the message and tries again.
+pub const STORAGE_FULL: &str = "452 4.3.1 insufficient system storage, try again later\r\n";
+
 impl Receiver {
     pub fn new(store: Store, tokens: Tokens, dns: Arc<Dns>, smtp: &crate::config::Smtp) -> Self {
         Receiver {
@@ -148,7 +152,10 @@ impl Receiver {
             })
             .await;
         match lookup {
+            // Ours, but the disk takes no writes: say so now rather than after the data.
+            Ok(Ok(())) if !self.store.writable() => Err(STORAGE_FULL.into()),
             Ok(answer) => answer,
+            Err(Error::StorageUnavailable(_)) => Err(STORAGE_FULL.into()),
             Err(e) => {
                 tracing::error!(error = %e, "recipient check failed");
                 Err("451 4.3.0 temporary failure, try again later\r\n".into())
@@ -353,6 +360,15 @@ impl Reports {
             for failure in &self.failures {
                 if self.speaks_for(&email, scope, &failure.recipient, false) {
                     w.record_bounce(target, &failure.recipient, &failure.reason, now)?;
+                    tracing::info!(
+                        target: "edgemail::delivery",
+                        event = "bounce",
+                        source = "dsn",
+                        email_id = %target,
+                        recipient = %failure.recipient,
+                        smtp_response = %failure.reason,
+                        "late bounce"
+                    );
                 }
             }
             if let Some(recipient) = &self.complaint

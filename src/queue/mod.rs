@@ -43,6 +43,9 @@ pub struct Deps {
 
 type Engine = Arc<Deps>;
 
+/// How often the queue looks again at a store that refuses writes.
+const STORE_RECHECK: Duration = Duration::from_secs(1);
+
 pub struct Queue {
     wake: Wake,
     in_flight: Mutex<HashSet<String>>,
@@ -104,6 +107,14 @@ impl Queue {
 pub async fn run(app: Engine, mut shutdown: Shutdown) {
     let queue = &app.queue;
     loop {
+        if !app.store.writable() {
+            // An attempt could not commit its outcome: a delivery made now would be made again
+            // after the disk recovers. Wait for it instead.
+            tokio::select! {
+                _ = tokio::time::sleep(STORE_RECHECK) => continue,
+                _ = shutdown.wait() => break,
+            }
+        }
         let now = now_ms();
         let look = queue.in_flight().len() + 256;
         let head = match app.store.read(move |r| r.due(u64::MAX, look)).await {
@@ -221,6 +232,10 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     finish(app, id, due, outcomes, retry_at).await
 }
 
+/// Commits the attempt's outcomes. While the disk refuses writes, the outcomes are held and the
+/// commit retried: a refused write is "later", never a delivery outcome, and delivering again
+/// what the receivers already took would duplicate it. At shutdown the store closes, the retry
+/// ends and the entry, still queued, is delivered again after the restart (at least once).
 async fn finish(
     app: &Deps,
     id: &str,
@@ -228,11 +243,40 @@ async fn finish(
     outcomes: Vec<(String, Outcome)>,
     retry_at: u64,
 ) -> Result<()> {
-    let id = id.to_owned();
-    let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::store::Result<()> {
-        w.finish_attempt(&id, due, &outcomes, retry_at)
-    };
-    Ok(app.store.write(commit).await?)
+    let outcomes = Arc::new(outcomes);
+    let mut held = false;
+    loop {
+        let (email, held_outcomes) = (id.to_owned(), outcomes.clone());
+        let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::store::Result<()> {
+            w.finish_attempt(&email, due, &held_outcomes, retry_at)
+        };
+        match app.store.write(commit).await {
+            Err(e) if e.is_disk() => {
+                if !held {
+                    tracing::warn!(email = id, error = %e, "delivery outcome held until the store takes writes");
+                    held = true;
+                }
+                tokio::time::sleep(STORE_RECHECK).await;
+            }
+            done => {
+                done?;
+                for (recipient, outcome) in outcomes.iter() {
+                    crate::metrics::delivery(outcome.result());
+                    // One line per recipient and attempt; the field names are a contract (README).
+                    tracing::info!(
+                        target: "edgemail::delivery",
+                        event = "delivery_attempt",
+                        email_id = id,
+                        recipient = %recipient,
+                        result = outcome.result(),
+                        smtp_response = outcome.response(),
+                        "delivery attempt"
+                    );
+                }
+                return Ok(());
+            }
+        }
+    }
 }
 
 fn retry_delay(app: &Deps, email: &Email) -> Duration {

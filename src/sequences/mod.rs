@@ -47,6 +47,7 @@ pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
         if !due.is_empty() {
             match app.store.write(move |w| advance_all(w, &due, now_ms())).await {
                 Ok(sent) => {
+                    crate::metrics::sequence_steps(sent as u64);
                     if sent > 0 {
                         app.queue.wake();
                     }

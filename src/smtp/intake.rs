@@ -32,12 +32,23 @@ impl Intake for crate::inbound::Receiver {
             recipients: envelope.recipients,
             tls: envelope.tls,
         };
-        match self.accept(envelope, message).await {
+        let answer = match self.accept(envelope, message).await {
             Ok(id) => format!("250 2.0.0 queued as {id}\r\n"),
+            Err(crate::error::Error::StorageUnavailable(e)) => {
+                tracing::warn!(error = %e, "inbound message refused: the store takes no writes");
+                crate::inbound::STORAGE_FULL.into()
+            }
             Err(e) => {
                 tracing::error!(error = %e, "inbound message not stored");
                 TEMPORARY_FAILURE.into()
             }
-        }
+        };
+        let result = match answer.as_bytes().first() {
+            Some(b'2') => "accepted",
+            Some(b'4') => "deferred",
+            _ => "rejected",
+        };
+        crate::metrics::inbound_message(result);
+        answer
     }
 }

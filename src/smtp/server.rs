@@ -40,6 +40,7 @@ pub async fn serve<I: Intake>(
                     stream.write_all(b"421 4.7.0 too many connections from your address\r\n").await;
                 return;
             };
+            crate::metrics::smtp_session();
             let peer = Peer { ip, tls_available: tls.is_some() };
             let session = Session::new(cfg.clone(), peer, budget);
             if let Err(e) = connection(stream, ip, session, &cfg, tls, &*intake).await {
@@ -66,11 +67,16 @@ async fn connection<I: Intake>(
     let mut secure = match handshake.await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
+            crate::metrics::tls_handshake(false);
             tracing::debug!(error = %e, %ip, "TLS handshake failed");
             return Ok(());
         }
-        Err(_) => return Ok(()),
+        Err(_) => {
+            crate::metrics::tls_handshake(false);
+            return Ok(());
+        }
     };
+    crate::metrics::tls_handshake(true);
     session.secured();
     // STARTTLS is refused once TLS is active, so the session can only close now.
     drive(&mut secure, &mut session, intake).await?;

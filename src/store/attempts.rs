@@ -25,6 +25,16 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome's name, as metrics count it.
+    pub fn result(&self) -> &'static str {
+        match self {
+            Outcome::Delivered(_) => "delivered",
+            Outcome::Deferred(_) => "deferred",
+            Outcome::Bounced(_) => "bounced",
+            Outcome::Failed(_) => "failed",
+        }
+    }
+
     fn status(&self) -> DeliveryStatus {
         match self {
             Outcome::Delivered(_) => DeliveryStatus::Delivered,
@@ -43,7 +53,8 @@ impl Outcome {
         }
     }
 
-    fn response(&self) -> &str {
+    /// The receiver's reply (or our reason) for this outcome.
+    pub fn response(&self) -> &str {
         match self {
             Outcome::Delivered(r)
             | Outcome::Deferred(r)

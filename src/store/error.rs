@@ -23,6 +23,12 @@ pub enum Error {
     Unavailable(String),
     /// redb failed; the source is its error.
     Storage(Box<dyn std::error::Error + Send + Sync>),
+    /// The file beneath failed (a full disk, an I/O error, or redb's latch after one); the
+    /// source is redb's error. The store turns degraded when a commit meets one.
+    Disk(Box<dyn std::error::Error + Send + Sync>),
+    /// The store refuses writes until a probe write commits again; the source is the fault
+    /// that started it.
+    Degraded(Arc<Error>),
     /// A record did not encode, or a stored one did not decode.
     Codec(serde_json::Error),
     Io {
@@ -60,8 +66,22 @@ impl Error {
     pub fn is_fault(&self) -> bool {
         !matches!(
             self,
-            Error::NotFound(_) | Error::Conflict(_) | Error::Invalid { .. } | Error::Unavailable(_)
+            Error::NotFound(_)
+                | Error::Conflict(_)
+                | Error::Invalid { .. }
+                | Error::Unavailable(_)
+                | Error::Degraded(_)
         )
+    }
+
+    /// Whether the disk is at fault (full, failing), so that a retry once it recovers can
+    /// succeed: the store degrades, and callers answer "try later".
+    pub fn is_disk(&self) -> bool {
+        match self {
+            Error::Disk(_) | Error::Degraded(_) => true,
+            Error::Aborted(batch) => batch.is_disk(),
+            _ => false,
+        }
     }
 }
 
@@ -72,6 +92,10 @@ impl fmt::Display for Error {
             Error::NotFound(m) | Error::Conflict(m) | Error::Unavailable(m) => f.write_str(m),
             Error::Invalid { message, .. } => f.write_str(message),
             Error::Storage(e) => write!(f, "storage: {e}"),
+            Error::Disk(e) => write!(f, "the disk failed: {e}"),
+            Error::Degraded(e) => {
+                write!(f, "storage unavailable: writes are refused until the disk recovers ({e})")
+            }
             Error::Codec(e) => write!(f, "a record does not encode or decode: {e}"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Internal(m) => f.write_str(m),
@@ -84,7 +108,8 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Storage(e) => Some(e.as_ref()),
+            Error::Storage(e) | Error::Disk(e) => Some(e.as_ref()),
+            Error::Degraded(e) => Some(e.as_ref()),
             Error::Codec(e) => Some(e),
             Error::Io { source, .. } => Some(source),
             Error::Aborted(e) => Some(e.as_ref()),
@@ -94,22 +119,28 @@ impl std::error::Error for Error {
     }
 }
 
+/// Whether redb's storage error comes from the file beneath rather than from how it was used.
+fn from_disk(e: &redb::StorageError) -> bool {
+    matches!(e, redb::StorageError::Io(_) | redb::StorageError::PreviousIo)
+}
+
+/// redb's error types, each with whether it comes from the disk.
 macro_rules! storage_error {
-    ($($t:ty),*) => {$(
+    ($($t:ty => |$e:ident| $disk:expr),* $(,)?) => {$(
         impl From<$t> for Error {
-            fn from(e: $t) -> Self {
-                Error::Storage(Box::new(e))
+            fn from($e: $t) -> Self {
+                if $disk { Error::Disk(Box::new($e)) } else { Error::Storage(Box::new($e)) }
             }
         }
     )*};
 }
 storage_error!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError
+    redb::StorageError => |e| from_disk(&e),
+    redb::Error => |e| matches!(e, redb::Error::Io(_) | redb::Error::PreviousIo),
+    redb::DatabaseError => |e| matches!(&e, redb::DatabaseError::Storage(s) if from_disk(s)),
+    redb::TransactionError => |e| matches!(&e, redb::TransactionError::Storage(s) if from_disk(s)),
+    redb::TableError => |e| matches!(&e, redb::TableError::Storage(s) if from_disk(s)),
+    redb::CommitError => |e| matches!(&e, redb::CommitError::Storage(s) if from_disk(s)),
 );
 
 impl From<serde_json::Error> for Error {
@@ -123,16 +154,23 @@ impl From<serde_json::Error> for Error {
 /// the other jobs' writes still commit.
 pub trait JobError: From<Error> {
     fn is_fault(&self) -> bool;
+    /// Whether the fault is the disk's: the store then degrades.
+    fn is_disk(&self) -> bool;
 }
 
 impl JobError for Error {
     fn is_fault(&self) -> bool {
         Error::is_fault(self)
     }
+
+    fn is_disk(&self) -> bool {
+        Error::is_disk(self)
+    }
 }
 
-/// The API's error: the store's answers keep their meaning (404, 409, 400, 503); its faults
-/// become `Storage`, a 500 that keeps this error as its source.
+/// The API's error: the store's answers keep their meaning (404, 409, 400, 503); the disk's
+/// faults become `StorageUnavailable` (503, try later); other faults become `Storage`, a 500.
+/// Both keep this error as their source.
 impl From<Error> for crate::error::Error {
     fn from(e: Error) -> Self {
         use crate::error::Error as Api;
@@ -141,17 +179,23 @@ impl From<Error> for crate::error::Error {
             Error::Conflict(m) => Api::Conflict(m),
             Error::Invalid { message, hint } => Api::Invalid { message, hint },
             Error::Unavailable(m) => Api::Unavailable(m),
+            disk if disk.is_disk() => Api::StorageUnavailable(Box::new(disk)),
             fault => Api::Storage(Box::new(fault)),
         }
     }
 }
 
 /// In a write job that returns the API's error, a fault is what it was before there was a
-/// store error: `Internal` (raised by the job itself) or `Storage` (from the store).
+/// store error: `Internal` (raised by the job itself) or `Storage` and `StorageUnavailable`
+/// (from the store).
 impl JobError for crate::error::Error {
     fn is_fault(&self) -> bool {
         use crate::error::Error as Api;
-        matches!(self, Api::Internal(_) | Api::Storage(_))
+        matches!(self, Api::Internal(_) | Api::Storage(_) | Api::StorageUnavailable(_))
+    }
+
+    fn is_disk(&self) -> bool {
+        matches!(self, crate::error::Error::StorageUnavailable(_))
     }
 }
 

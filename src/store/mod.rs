@@ -6,6 +6,7 @@
 //! calling the methods they add to `Wtx` and `Rtx` (`layering.rs` holds store to this). A lower
 //! module that must trigger work above it does not: the upper one does it (removal cleans up
 //! after every entity; the event counting of sent mail lives above the sequence counters).
+//! - `backup`       consistent copies between commits, restores, integrity checks
 //! - `migrate`      the schema version stamp and the upgrade steps
 //! - `removal`      what goes with a domain or a mailbox
 //! - `warmup`       warmup enrollments, and pruning warmup mail
@@ -31,16 +32,19 @@
 //! - `domains`      hosted domains and their DKIM keys
 //! - `status`       the states of messages, recipients and enrollments
 //! - `tables`       every table and its key layout
-//! - `writer`       the group-commit thread
+//! - `writer`       the group-commit thread, and the probe of a degraded store
+//! - `file`         the open database file, reopened after a disk fault, and whether it takes writes
 //! - `error`        the store's error, and its mapping onto the API's
 
 mod attempts;
+mod backup;
 mod batches;
 mod contacts;
 mod domains;
 mod emails;
 mod error;
 mod events;
+mod file;
 mod groups;
 mod inbound;
 mod keys;
@@ -66,13 +70,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use redb::{
-    Builder, Database, Key, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
-    Value, WriteTransaction,
+    Key, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, Value, WriteTransaction,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use attempts::Outcome;
+pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
@@ -99,7 +103,7 @@ pub const DB_FILE: &str = "edgemail.redb";
 /// one. `close` stops the writer for every clone.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Database>,
+    file: Arc<file::File>,
     writer: Arc<writer::Writer>,
     path: PathBuf,
     /// Woken after a write that recorded a webhook event has committed.
@@ -140,22 +144,31 @@ impl Store {
     pub fn open_with(dir: &Path, options: Options) -> Result<Store> {
         create_private_dir(dir)?;
         let path = dir.join(DB_FILE);
-        let db = match Builder::new().set_cache_size(options.cache_size).create(&path) {
-            Ok(db) => db,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                return Err(Error::Unavailable(format!(
-                    "{} is open in another process (is `edgemail serve` running on this data \
-                     directory?)",
-                    path.display()
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let file = Arc::new(file::File::open(&path, options.cache_size)?);
         restrict_file(&path)?;
-        migrate::upgrade(&db)?;
-        let db = Arc::new(db);
-        let writer = Arc::new(writer::Writer::start(db.clone())?);
-        Ok(Store { db, writer, path, events: crate::wake::Wake::default() })
+        if let Err(e) = file.db().and_then(|db| migrate::upgrade(&db)) {
+            if !e.is_disk() {
+                return Err(e);
+            }
+            // A full disk at start: serve reads, refuse writes, and let the probe (which runs
+            // the same upgrade) finish the job once there is room.
+            file.degrade(Arc::new(e));
+            file.reopen()?;
+        }
+        let writer = Arc::new(writer::Writer::start(file.clone(), migrate::upgrade)?);
+        Ok(Store { file, writer, path, events: crate::wake::Wake::default() })
+    }
+
+    /// Whether writes are accepted now: false while the disk is full or failing (writes are
+    /// then refused with `Error::Degraded` until a probe write commits).
+    pub fn writable(&self) -> bool {
+        self.file.writable()
+    }
+
+    /// `writable` as the answer a write would get: `Error::Degraded` with the fault that
+    /// started the spell.
+    pub fn takes_writes(&self) -> Result<()> {
+        if self.file.writable() { Ok(()) } else { Err(self.file.refusal()) }
     }
 
     pub fn path(&self) -> &Path {
@@ -177,6 +190,9 @@ impl Store {
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
+        if !self.file.writable() {
+            return Err(E::from(self.file.refusal()));
+        }
         let (answer, emitted) = self.submit(work);
         let out = answer.await.map_err(|_| E::from(shutting_down()))?;
         self.after_commit(&emitted);
@@ -190,6 +206,9 @@ impl Store {
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
+        if !self.file.writable() {
+            return Err(E::from(self.file.refusal()));
+        }
         let (answer, emitted) = self.submit(work);
         let out = answer.blocking_recv().map_err(|_| E::from(shutting_down()))?;
         self.after_commit(&emitted);
@@ -227,8 +246,8 @@ impl Store {
         T: Send + 'static,
         E: From<Error> + Send + 'static,
     {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || read_on(&db, work))
+        let file = self.file.clone();
+        tokio::task::spawn_blocking(move || read_on(&file, work))
             .await
             .map_err(|e| E::from(Error::Task(e)))?
     }
@@ -238,7 +257,7 @@ impl Store {
         F: FnOnce(&Rtx) -> Result<T, E>,
         E: From<Error>,
     {
-        read_on(&self.db, work)
+        read_on(&self.file, work)
     }
 
     /// Commits what the writer holds and stops it, for every clone; later writes answer 503. The
@@ -262,11 +281,13 @@ impl Rtx {
     }
 }
 
-fn read_on<F, T, E>(db: &Database, work: F) -> Result<T, E>
+fn read_on<F, T, E>(file: &file::File, work: F) -> Result<T, E>
 where
     F: FnOnce(&Rtx) -> Result<T, E>,
     E: From<Error>,
 {
+    // The handle is held for the read only: a reopen after a disk fault waits for it.
+    let db = file.db()?;
     let tx = db.begin_read().map_err(|e| E::from(Error::from(e)))?;
     work(&Rtx { tx })
 }

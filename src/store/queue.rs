@@ -66,6 +66,20 @@ impl Rtx {
         Ok(self.tx.open_table(QUEUE)?.get((due, id))?.is_some())
     }
 
+    /// How many entries are due at `now`, how many wait for a later time, and the due time of the
+    /// oldest entry (for metrics: counting the due part walks it, the rest is the table's length).
+    pub fn queue_depth(&self, now: u64) -> Result<(u64, u64, Option<u64>)> {
+        let table = self.tx.open_table(QUEUE)?;
+        let total = table.len()?;
+        let mut due = 0;
+        for entry in table.range((0u64, "")..(now.saturating_add(1), ""))? {
+            entry?;
+            due += 1;
+        }
+        let oldest = table.first()?.map(|(k, _)| k.value().0);
+        Ok((due, total.saturating_sub(due), oldest))
+    }
+
     /// The earliest due time in the queue.
     pub fn next_due(&self) -> Result<Option<u64>> {
         let table = self.tx.open_table(QUEUE)?;

@@ -1,27 +1,40 @@
 //! Group commit. redb has one writer at a time and an fsync per commit; one thread owns the
 //! writes, drains every job that queued up while the previous commit was syncing, runs them all in
 //! one transaction and answers each caller only after that transaction is durable.
+//!
+//! A commit that fails on the disk (full, EIO) degrades the store: the thread reopens the file
+//! (so reads go on), refuses writes at once, and probes with a small write every second until one
+//! commits.
 
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use redb::{Database, WriteTransaction};
 use tokio::sync::oneshot;
 
 use super::error::{Error, JobError, Result};
+use super::file::File;
 
 /// At most this many jobs share a commit, bounding the latency one batch adds to its first job.
 const MAX_BATCH: usize = 512;
+/// How often a degraded store tries a write.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// The small write that proves the disk takes writes again.
+pub(super) type Probe = fn(&Database) -> Result<()>;
 
 /// One write: runs inside a shared transaction, answers once the transaction has committed.
 trait Job: Send {
     /// Runs the write. A job must do its checks before it writes: an `Err` from a job that
     /// already wrote would be committed with the batch.
     fn run(&mut self, tx: &WriteTransaction);
-    /// Whether the job hit a fault (a storage failure); the whole batch is then aborted.
-    fn failed_storage(&self) -> bool;
+    /// The job's fault, if it hit one (`Some(true)`: the disk's); the whole batch is then aborted.
+    fn fault(&self) -> Option<bool>;
     /// Answers the caller; `commit` is the batch's outcome, shared by all its jobs.
     fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>);
+    /// Answers the caller without running: the store refuses writes.
+    fn refuse(self: Box<Self>, refusal: Error);
 }
 
 struct Pending<F, T, E> {
@@ -42,8 +55,11 @@ where
         }
     }
 
-    fn failed_storage(&self) -> bool {
-        matches!(&self.outcome, Some(Err(e)) if e.is_fault())
+    fn fault(&self) -> Option<bool> {
+        match &self.outcome {
+            Some(Err(e)) if e.is_fault() => Some(e.is_disk()),
+            _ => None,
+        }
     }
 
     fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>) {
@@ -58,10 +74,22 @@ where
         // The caller may have gone away (request cancelled); the write stands regardless.
         let _ = self.reply.send(answer);
     }
+
+    fn refuse(self: Box<Self>, refusal: Error) {
+        let _ = self.reply.send(Err(refusal.into()));
+    }
 }
 
-/// `None` asks the thread to commit what it holds and stop.
-type Msg = Option<Box<dyn Job>>;
+/// Work that runs between two commits, with no transaction open: the file then holds exactly the
+/// last commit, and holds still until the work returns.
+pub(super) type Between = Box<dyn FnOnce(&Database) + Send>;
+
+enum Msg {
+    Job(Box<dyn Job>),
+    Between(Between),
+    /// Commit what the thread holds and stop.
+    Stop,
+}
 
 pub(super) struct Writer {
     tx: mpsc::Sender<Msg>,
@@ -69,11 +97,11 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn start(db: Arc<Database>) -> Result<Self> {
+    pub(super) fn start(file: Arc<File>, probe: Probe) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run_writer(&db, rx))
+            .spawn(move || run_writer(&file, probe, rx))
             .map_err(|e| Error::io("cannot start the store writer thread", e))?;
         Ok(Writer { tx, thread: std::sync::Mutex::new(Some(thread)) })
     }
@@ -89,14 +117,20 @@ impl Writer {
         let job = Box::new(Pending { work: Some(work), outcome: None, reply });
         // Once the thread is gone the job is dropped unrun, closing `answer`: the caller reads
         // that as the store shutting down (503), not as a failed commit.
-        let _ = self.tx.send(Some(job));
+        let _ = self.tx.send(Msg::Job(job));
         answer
+    }
+
+    /// Runs `work` after the commit of every write queued before it, before any queued after.
+    /// `false` when the writer is gone (the store is closed).
+    pub(super) fn between(&self, work: Between) -> bool {
+        self.tx.send(Msg::Between(work)).is_ok()
     }
 
     /// Lets the thread commit what it holds, stops it and waits for it. Later writes are
     /// refused with 503.
     pub(super) fn close(&self) {
-        let _ = self.tx.send(None);
+        let _ = self.tx.send(Msg::Stop);
         let thread = match self.thread.lock() {
             Ok(mut slot) => slot.take(),
             Err(poisoned) => poisoned.into_inner().take(),
@@ -113,30 +147,84 @@ impl Drop for Writer {
     }
 }
 
-fn run_writer(db: &Database, rx: mpsc::Receiver<Msg>) {
+fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut stopping = false;
+    let mut next_probe = Instant::now();
+    let mut between: Option<Between> = None;
     while !stopping {
-        match rx.recv() {
-            Ok(Some(job)) => batch.push(job),
-            Ok(None) | Err(_) => break,
+        if let Some(work) = between.take()
+            && let Ok(db) = file.db()
+        {
+            work(&db);
         }
-        while batch.len() < MAX_BATCH {
+        let first = if file.writable() {
+            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+        } else {
+            rx.recv_timeout(next_probe.saturating_duration_since(Instant::now()))
+        };
+        match first {
+            Ok(Msg::Job(job)) => batch.push(job),
+            Ok(Msg::Between(work)) => between = Some(work),
+            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        while !batch.is_empty() && batch.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(Some(job)) => batch.push(job),
-                Ok(None) => {
+                Ok(Msg::Job(job)) => batch.push(job),
+                Ok(Msg::Between(work)) => {
+                    between = Some(work);
+                    break;
+                }
+                Ok(Msg::Stop) => {
                     stopping = true;
                     break;
                 }
                 Err(_) => break,
             }
         }
-        let commit = run_batch(db, &mut batch).map_err(Arc::new);
+        if !file.writable() && Instant::now() >= next_probe {
+            try_probe(file, probe);
+            next_probe = Instant::now() + PROBE_EVERY;
+        }
+        if !file.writable() {
+            batch.drain(..).for_each(|job| job.refuse(file.refusal()));
+            continue;
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let started = Instant::now();
+        let commit = file.db().and_then(|db| run_batch(&db, &mut batch)).map_err(Arc::new);
+        crate::metrics::store_commit(started.elapsed());
         if let Err(e) = &commit {
             tracing::error!(error = %e, jobs = batch.len(), "store commit failed");
+            if e.is_disk() {
+                file.degrade(e.clone());
+                reopen(file);
+                next_probe = Instant::now() + PROBE_EVERY;
+            }
         }
         for job in batch.drain(..) {
             job.finish(commit.clone());
+        }
+    }
+    batch.drain(..).for_each(|job| job.refuse(file.refusal()));
+}
+
+/// A handle that met a disk fault fails every later operation, reads too: replace it.
+fn reopen(file: &File) {
+    if let Err(e) = file.reopen() {
+        tracing::error!(error = %e, "store file not reopened; retrying with the next probe");
+    }
+}
+
+fn try_probe(file: &File, probe: Probe) {
+    match file.db().and_then(|db| probe(&db)) {
+        Ok(()) => file.recover(),
+        Err(e) => {
+            tracing::debug!(error = %e, "store probe write failed");
+            reopen(file);
         }
     }
 }
@@ -145,9 +233,11 @@ fn run_batch(db: &Database, batch: &mut [Box<dyn Job>]) -> Result<()> {
     let tx = db.begin_write()?;
     for job in batch.iter_mut() {
         job.run(&tx);
-        if job.failed_storage() {
-            tx.abort()?;
-            return Err(Error::internal("a write in the batch failed; batch aborted"));
+        if let Some(disk) = job.fault() {
+            // The job keeps its own error; the batch's says what became of the others.
+            let _ = tx.abort();
+            let why = "a write in the batch failed; batch aborted";
+            return Err(if disk { Error::Disk(why.into()) } else { Error::internal(why) });
         }
     }
     tx.commit()?;

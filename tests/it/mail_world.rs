@@ -36,7 +36,11 @@ impl MailWorld {
     }
 
     pub fn start_with(env: &[(&str, &str)], args: &[&str]) -> MailWorld {
-        let dir = TempDir::new("mail");
+        MailWorld::start_in(TempDir::new("mail"), env, args)
+    }
+
+    /// `start_with` on a chosen data directory.
+    pub fn start_in(dir: TempDir, env: &[(&str, &str)], args: &[&str]) -> MailWorld {
         let seed = Seed::open(&dir.0);
         seed.domain(A);
         seed.mailbox(A, "sales");

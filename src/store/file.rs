@@ -1,0 +1,112 @@
+//! The open database file, and whether it takes writes. After an I/O fault (a full disk, EIO)
+//! redb latches its handle: every later operation on it fails with "previous I/O error", reads of
+//! pages not in its cache included. So after a fault the store drops the handle and opens the file
+//! again (redb repairs it from the last durable commit), and refuses writes until a probe write
+//! commits: it is degraded, not broken, and recovers without a restart.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use redb::{Builder, Database};
+
+use super::error::{Error, Result};
+
+/// How long a reopen waits for reads in progress to let go of the old handle.
+const READERS_GRACE: Duration = Duration::from_secs(3);
+
+pub(super) struct File {
+    path: PathBuf,
+    cache_size: usize,
+    /// `None` only while a reopen failed; reads then wait for the next one.
+    slot: RwLock<Option<Arc<Database>>>,
+    writable: AtomicBool,
+    /// The fault that made the store refuse writes, while it does.
+    fault: Mutex<Option<Arc<Error>>>,
+}
+
+impl File {
+    pub(super) fn open(path: &Path, cache_size: usize) -> Result<File> {
+        let db = create(path, cache_size)?;
+        Ok(File {
+            path: path.to_owned(),
+            cache_size,
+            slot: RwLock::new(Some(Arc::new(db))),
+            writable: AtomicBool::new(true),
+            fault: Mutex::new(None),
+        })
+    }
+
+    /// The current handle. A handle held across a reopen keeps the reopen waiting: hold it for
+    /// one transaction only.
+    pub(super) fn db(&self) -> Result<Arc<Database>> {
+        let slot = self.slot.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match slot.as_ref() {
+            Some(db) => Ok(db.clone()),
+            None => Err(self.refusal()),
+        }
+    }
+
+    pub(super) fn writable(&self) -> bool {
+        self.writable.load(Ordering::Acquire)
+    }
+
+    /// The answer to a write while the store is degraded.
+    pub(super) fn refusal(&self) -> Error {
+        let fault = self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Error::Degraded(fault.unwrap_or_else(|| Arc::new(Error::internal("storage fault"))))
+    }
+
+    /// Refuses writes from now on, for `fault`. Only the first fault of a spell is kept: it is
+    /// the one that explains the others.
+    pub(super) fn degrade(&self, fault: Arc<Error>) {
+        let mut kept = self.fault.lock().unwrap_or_else(|p| p.into_inner());
+        if self.writable.swap(false, Ordering::AcqRel) || kept.is_none() {
+            tracing::error!(error = %fault, "store degraded: writes refused until a probe commits");
+            crate::metrics::store_writable(false);
+            *kept = Some(fault);
+        }
+    }
+
+    pub(super) fn recover(&self) {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if !self.writable.swap(true, Ordering::AcqRel) {
+            tracing::warn!("store recovered: writes accepted again");
+            crate::metrics::store_writable(true);
+        }
+    }
+
+    /// Drops the handle and opens the file again. Only the writer thread calls this, between
+    /// transactions, so no write holds the old handle.
+    pub(super) fn reopen(&self) -> Result<()> {
+        let mut slot = self.slot.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(old) = slot.take() {
+            // New reads wait on the lock; the ones in progress finish and let go.
+            let deadline = Instant::now() + READERS_GRACE;
+            while Arc::strong_count(&old) > 1 {
+                if Instant::now() > deadline {
+                    *slot = Some(old);
+                    return Err(Error::Unavailable("reads kept the store file busy".into()));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            drop(old);
+        }
+        let db = create(&self.path, self.cache_size)?;
+        *slot = Some(Arc::new(db));
+        tracing::info!(path = %self.path.display(), "store file reopened");
+        Ok(())
+    }
+}
+
+fn create(path: &Path, cache_size: usize) -> Result<Database> {
+    match Builder::new().set_cache_size(cache_size).create(path) {
+        Ok(db) => Ok(db),
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Err(Error::Unavailable(format!(
+            "{} is open in another process (is `edgemail serve` running on this data directory?)",
+            path.display()
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}

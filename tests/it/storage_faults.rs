@@ -87,10 +87,25 @@ fn write_until_refused(api: &Client, kept: &mut Vec<String>) -> crate::client::R
     panic!("the disk never filled");
 }
 
+/// Every contact id, following `Link: <...>; rel="next"` when the list is paged.
 fn contact_ids(api: &Client) -> BTreeSet<String> {
-    let list = api.get("/v1/contacts").expect(200).json();
-    let items = list.as_array().cloned().unwrap_or_default();
-    items.iter().filter_map(|c| c["id"].as_str().map(str::to_owned)).collect()
+    let mut ids = BTreeSet::new();
+    let mut path = "/v1/contacts?limit=500".to_owned();
+    loop {
+        let resp = api.get(&path).expect(200);
+        let list = resp.json();
+        let items = list.as_array().cloned().unwrap_or_default();
+        ids.extend(items.iter().filter_map(|c| c["id"].as_str().map(str::to_owned)));
+        let next = resp.header("link").and_then(|l| {
+            let url = l.split(';').next()?.trim().trim_start_matches('<').trim_end_matches('>');
+            let at = url.find("/v1/")?;
+            l.contains("rel=\"next\"").then(|| url[at..].to_owned())
+        });
+        match next {
+            Some(next) if !items.is_empty() => path = next,
+            _ => return ids,
+        }
+    }
 }
 
 const MESSAGE: &str = "From: Ada <ada@example.org>\r\nTo: sales@alpha.test\r\n\

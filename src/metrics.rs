@@ -223,7 +223,6 @@ pub fn inbound_message(result: &str) {
 
 /// A webhook delivery attempt ended with `result`, one of `WEBHOOK_RESULTS`: `succeeded` (a 2xx),
 /// `retrying` (failed, another attempt follows) or `failed` (given up).
-#[allow(dead_code)] // called by the webhook dispatcher, which lives on another branch until merged
 pub fn webhook_delivery(result: &str) {
     count(&METRICS.webhooks, &WEBHOOK_RESULTS, result, 1);
 }

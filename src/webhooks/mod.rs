@@ -216,6 +216,11 @@ async fn attempt(
             }
         }
     };
+    crate::metrics::webhook_delivery(match (outcome.succeeded, outcome.retry_at) {
+        (true, _) => "succeeded",
+        (false, Some(_)) => "retrying",
+        (false, None) => "failed",
+    });
     let _ = outcomes.send(outcome);
 }
 

@@ -1,10 +1,10 @@
 //! What a received message says, read without side effects (and fuzzed as such): the stored
 //! form of the email, and the reports and references the inbound path acts on.
 
-use mail_parser::{Message, MessageParser, MimeHeaders};
+use mail_parser::{Message, MessageParser};
 
 use super::report;
-use crate::store::{Attachment, Email, Folder, Header, MessageStatus, Summary};
+use crate::store::{Email, Folder, MessageStatus, Summary};
 
 /// What a received message says, read without side effects (and fuzzed as such).
 pub struct Inspected {
@@ -37,10 +37,7 @@ pub fn inspect(raw: &[u8], now: u64) -> Option<Inspected> {
 
 /// The email as stored for a mailbox (the mailbox and id are filled in per copy).
 fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
-    let addresses = |a: Option<&mail_parser::Address<'_>>| -> Vec<String> {
-        a.map(|a| a.iter().filter_map(|x| x.address().map(str::to_owned)).collect())
-            .unwrap_or_default()
-    };
+    use crate::mail::parsed::addresses;
     let from = message
         .from()
         .and_then(|a| a.first())
@@ -57,24 +54,8 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
         .clone()
         .or_else(|| html.as_deref().map(crate::mail::text::html_to_text))
         .unwrap_or_default();
-    let attachments: Vec<Attachment> = message
-        .attachments()
-        .map(|p| Attachment {
-            filename: p.attachment_name().map(str::to_owned),
-            content_type: p
-                .content_type()
-                .map(|ct| match ct.subtype() {
-                    Some(sub) => format!("{}/{sub}", ct.ctype()),
-                    None => ct.ctype().to_owned(),
-                })
-                .unwrap_or_else(|| "application/octet-stream".into()),
-            size: p.len() as u64,
-        })
-        .collect();
-    let headers: Vec<Header> = message
-        .headers_raw()
-        .map(|(name, value)| Header { name: name.to_owned(), value: value.trim().to_owned() })
-        .collect();
+    let attachments = crate::mail::parsed::attachments(message);
+    let headers = crate::mail::parsed::headers(message);
     // Folders list mail in the order it arrived; the sender's Date header is kept in `headers`.
     let created_at = now;
     Email {

@@ -12,6 +12,7 @@
 //! - `groups`       sender groups
 //! - `contacts`     the contact book
 //! - `keys`         API keys
+//! - `passwords`    mailbox app passwords for mail clients
 //! - `mailboxes`    mailboxes
 //! - `inbound`      received mail: one copy per mailbox, bodies of large copies left in the raw
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
@@ -42,6 +43,7 @@ mod inbound;
 mod keys;
 mod mailboxes;
 mod migrate;
+mod passwords;
 mod queue;
 mod raw;
 mod removal;
@@ -75,6 +77,7 @@ pub use error::{Error, JobError, Result};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
+pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use removal::Removed;
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
 pub use stats::{DayCounts, day_of};

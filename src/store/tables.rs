@@ -75,3 +75,7 @@ pub const ENROLLMENTS_DUE: TableDefinition<(u64, &str), ()> =
 pub const DAILY_STATS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("daily_stats");
 /// (domain, local part) -> `Warmup`: a mailbox's warmup settings and counters.
 pub const WARMUP: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("warmup");
+/// (mailbox address, password id) -> `AppPassword`: a mailbox's app passwords for mail clients,
+/// each with the PHC string of its argon2 hash (never the password).
+pub const APP_PASSWORDS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("app_passwords");

@@ -29,5 +29,6 @@ mod security_smtp;
 mod send;
 mod sender_groups;
 mod sequences;
+mod submission;
 mod tools;
 mod warmup;

@@ -73,11 +73,7 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
             has_attachments: !attachments.is_empty(),
         },
         cc: addresses(message.cc()),
-        reply_to: message
-            .reply_to()
-            .and_then(|a| a.first())
-            .and_then(|a| a.address())
-            .map(str::to_owned),
+        reply_to: crate::mail::parsed::reply_to(message),
         message_id: message.message_id().map(|m| format!("<{m}>")),
         in_reply_to: message.in_reply_to().as_text().map(|m| format!("<{m}>")),
         headers,

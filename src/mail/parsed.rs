@@ -10,6 +10,11 @@ pub fn addresses(a: Option<&Address<'_>>) -> Vec<String> {
     a.map(|a| a.iter().filter_map(|x| x.address().map(str::to_owned)).collect()).unwrap_or_default()
 }
 
+/// The first address of Reply-To.
+pub fn reply_to(message: &Message<'_>) -> Option<String> {
+    message.reply_to().and_then(|a| a.first()).and_then(|a| a.address()).map(str::to_owned)
+}
+
 pub fn attachments(message: &Message<'_>) -> Vec<Attachment> {
     message
         .attachments()

@@ -78,11 +78,7 @@ fn describe(message: &Message<'_>, raw: Vec<u8>) -> Prepared {
         in_reply_to: message.in_reply_to().as_text().map(|m| format!("<{m}>")),
         message_id: message.message_id().map(|m| format!("<{m}>")).unwrap_or_default(),
         cc: addresses(message.cc()),
-        reply_to: message
-            .reply_to()
-            .and_then(|a| a.first())
-            .and_then(|a| a.address())
-            .map(str::to_owned),
+        reply_to: super::parsed::reply_to(message),
         attachments: super::parsed::attachments(message),
         headers: super::parsed::headers(message),
         raw,

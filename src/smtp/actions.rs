@@ -26,7 +26,6 @@ pub struct Envelope {
 }
 
 /// What the caller does next.
-#[derive(Debug)]
 pub enum Action<'a> {
     /// Write these bytes and flush them.
     Write(&'a [u8]),
@@ -45,4 +44,26 @@ pub enum Action<'a> {
     StartTls,
     /// Everything is written; close the connection.
     Close,
+}
+
+/// Like a derived `Debug`, but a password is never printed.
+impl std::fmt::Debug for Action<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Write(bytes) => f.debug_tuple("Write").field(bytes).finish(),
+            Action::Read(limit) => f.debug_tuple("Read").field(limit).finish(),
+            Action::Pause(pause) => f.debug_tuple("Pause").field(pause).finish(),
+            Action::CheckRecipient(address) => {
+                f.debug_tuple("CheckRecipient").field(address).finish()
+            }
+            Action::Deliver(envelope, message) => {
+                f.debug_tuple("Deliver").field(envelope).field(&message.len()).finish()
+            }
+            Action::LogIn { user, .. } => {
+                f.debug_struct("LogIn").field("user", user).finish_non_exhaustive()
+            }
+            Action::StartTls => f.write_str("StartTls"),
+            Action::Close => f.write_str("Close"),
+        }
+    }
 }

@@ -14,6 +14,7 @@ use crate::mail::sign::Signers;
 use crate::queue::Queue;
 use crate::ratelimit::{ApiLimits, ToolLimits};
 use crate::shutdown::Shutdown;
+use crate::smtp::server::Endpoint;
 use crate::state::{App, AppState};
 use crate::store::Store;
 use crate::tracking::Tokens;
@@ -108,22 +109,82 @@ fn receiver(app: &App) -> crate::inbound::Receiver {
     receiver
 }
 
+/// Starts the submission listeners that are configured, with the mail system behind them.
+fn serve_submission(
+    app: &App,
+    logins: Arc<crate::credentials::Logins>,
+    listeners: [(Option<TcpListener>, Endpoint); 2],
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: &Shutdown,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let submitter = Arc::new(crate::submission::Submitter {
+        store: app.store.clone(),
+        dns: app.dns.clone(),
+        queue: app.queue.clone(),
+        logins,
+    });
+    let running =
+        listeners.into_iter().filter_map(|(listener, endpoint)| Some((listener?, endpoint)));
+    running
+        .map(|(listener, endpoint)| {
+            tokio::spawn(crate::smtp::server::serve(
+                listener,
+                endpoint,
+                app.config.smtp.clone(),
+                tls.clone(),
+                shutdown.clone(),
+                submitter.clone(),
+            ))
+        })
+        .collect()
+}
+
 /// Bound sockets, so callers (and tests) choose addresses, including port 0.
 pub struct Listeners {
     pub http: TcpListener,
     pub smtp: TcpListener,
+    /// Submission with STARTTLS, when configured.
+    pub submission: Option<TcpListener>,
+    /// Submission over implicit TLS, when configured.
+    pub submissions: Option<TcpListener>,
     pub admin: UnixListener,
+}
+
+impl Listeners {
+    /// The start line's listener list: `http=ADDR smtp=ADDR`, then each optional listener that
+    /// runs (scripts and tests read it, so port 0 can be used).
+    pub fn describe(&self) -> std::io::Result<String> {
+        let mut out = format!("http={} smtp={}", self.http.local_addr()?, self.smtp.local_addr()?);
+        for (name, listener) in
+            [("submission", &self.submission), ("submissions", &self.submissions)]
+        {
+            if let Some(l) = listener {
+                out.push_str(&format!(" {name}={}", l.local_addr()?));
+            }
+        }
+        Ok(out)
+    }
+}
+
+async fn bind_tcp(addr: std::net::SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::Unavailable(format!("cannot listen on {addr}: {e}")))
 }
 
 /// Binds what `config` asks for. The admin socket is replaced if a stale one is left over: the
 /// store's file lock, already held, proves no other server uses this directory.
 pub async fn bind(config: &Config) -> Result<Listeners> {
-    let http = TcpListener::bind(config.http.listen)
-        .await
-        .map_err(|e| Error::Unavailable(format!("cannot listen on {}: {e}", config.http.listen)))?;
-    let smtp = TcpListener::bind(config.smtp.listen)
-        .await
-        .map_err(|e| Error::Unavailable(format!("cannot listen on {}: {e}", config.smtp.listen)))?;
+    let http = bind_tcp(config.http.listen).await?;
+    let smtp = bind_tcp(config.smtp.listen).await?;
+    let submission = match config.submission.listen {
+        Some(addr) => Some(bind_tcp(addr).await?),
+        None => None,
+    };
+    let submissions = match config.submission.tls_listen {
+        Some(addr) => Some(bind_tcp(addr).await?),
+        None => None,
+    };
     let path = crate::admin::socket_path(&config.data_dir);
     let _ = std::fs::remove_file(&path);
     let admin = UnixListener::bind(&path).map_err(|e| {
@@ -133,7 +194,7 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     }
-    Ok(Listeners { http, smtp, admin })
+    Ok(Listeners { http, smtp, submission, submissions, admin })
 }
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
@@ -147,14 +208,19 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let sequences = tokio::spawn(crate::sequences::run(sequences, shutdown.clone()));
     let warmup = tokio::spawn(crate::warmup::run(warmup, shutdown.clone()));
     let webhooks = tokio::spawn(crate::webhooks::run(webhooks, shutdown.clone()));
+    let logins = Arc::new(crate::credentials::Logins::new(
+        app.store.clone(),
+        app.config.submission.failed_logins,
+    ));
     let tidy = {
-        let app = app.clone();
+        let (app, logins) = (app.clone(), logins.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
             loop {
                 every.tick().await;
                 app.tool_limits.tidy();
                 app.api_limits.tidy();
+                logins.tidy();
             }
         })
     };
@@ -169,14 +235,23 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let tls = tls.map_err(|e| tracing::warn!(error = %e, "STARTTLS disabled")).ok();
     let smtp = tokio::spawn(crate::smtp::server::serve(
         listeners.smtp,
+        Endpoint::MX,
         app.config.smtp.clone(),
-        tls,
+        tls.clone(),
         shutdown.clone(),
         Arc::new(receiver(&app)),
     ));
+    let submitted = [
+        (listeners.submission, Endpoint::SUBMISSION),
+        (listeners.submissions, Endpoint::SUBMISSIONS),
+    ];
+    let submission = serve_submission(&app, logins, submitted, tls, &shutdown);
     crate::http::server::serve(listeners.http, app.clone(), router, shutdown).await;
     let _ = admin.await;
     let _ = smtp.await;
+    for listener in submission {
+        let _ = listener.await;
+    }
     // Attempts in flight commit their outcomes before the store closes.
     let _ = queue.await;
     let _ = sequences.await;

@@ -74,6 +74,12 @@ pub struct ServeArgs {
     /// SMTP listen address for inbound mail (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     pub smtp: Option<SocketAddr>,
+    /// SMTP submission listen address for mail clients, with STARTTLS (RFC 6409).
+    #[arg(long, value_name = "ADDR")]
+    pub submission: Option<SocketAddr>,
+    /// SMTP submission listen address for mail clients, over implicit TLS (RFC 8314).
+    #[arg(long, value_name = "ADDR")]
+    pub submissions: Option<SocketAddr>,
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
@@ -146,6 +152,12 @@ impl ServeArgs {
         }
         if let Some(addr) = self.smtp {
             out.push(("smtp.listen", addr.to_string()));
+        }
+        if let Some(addr) = self.submission {
+            out.push(("submission.listen", addr.to_string()));
+        }
+        if let Some(addr) = self.submissions {
+            out.push(("submission.tls_listen", addr.to_string()));
         }
         if let Some(url) = &self.public_url {
             out.push(("http.public_url", url.clone()));

@@ -11,7 +11,8 @@
 //! - `admin`     domain and key commands, and the socket the CLI reaches a running server by
 //!
 //! Protocols:
-//! - `smtp`      the inbound SMTP listener and session (the MX of hosted domains)
+//! - `submission` the mail system behind SMTP submission: logins, the bound sender, queueing
+//! - `smtp`      SMTP listeners and the one session: the MX of hosted domains, and submission
 //! - `api`       one module per REST resource, and the route table
 //! - `http`      accept loop, router, inputs, replies, the one error mapping
 //! - `state`     the shared state handlers reach: store, keys, limits, wake-up handles
@@ -30,6 +31,7 @@
 //! - `mail`      building outgoing MIME, text from HTML, DKIM signing
 //! - `dkim`      DKIM key generation and the DNS records to publish
 //! - `auth`      API keys: format, hashing, the in-memory key table
+//! - `credentials` mailbox app passwords: argon2 hashes checked off the runtime, login limits
 //! - `dns`       hickory resolver: MX verdicts, delivery destinations, public-address checks
 //! - `tools`     address checks shared with the public tools (disposable domains)
 //! - `ratelimit` per-IP and per-key token buckets
@@ -60,6 +62,7 @@ pub mod auth;
 pub mod bounce;
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod demo;
 pub mod dkim;
 pub(crate) mod dns;
@@ -80,6 +83,7 @@ pub mod shutdown;
 pub mod smtp;
 pub(crate) mod state;
 pub mod store;
+pub(crate) mod submission;
 pub(crate) mod tools;
 pub(crate) mod tracking;
 pub(crate) mod wake;

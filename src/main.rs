@@ -196,7 +196,7 @@ async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
         .map_err(Error::internal)??;
         println!("{text}");
     }
-    eprintln!("listening http={http} smtp={smtp}");
+    eprintln!("listening {}", listeners.describe()?);
     eprintln!("ready");
     let (trigger, stop) = shutdown::channel();
     tokio::spawn(async move {

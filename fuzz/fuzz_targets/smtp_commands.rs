@@ -1,11 +1,13 @@
-//! Arbitrary bytes into a whole inbound SMTP session, split at a size taken from the input as a
-//! network would deliver them; recipients are accepted or refused by the length of the address, and
-//! STARTTLS "succeeds", so every state of the session is reachable.
+//! Arbitrary bytes into a whole SMTP session (the MX or submission, by a bit of the input), split
+//! at a size taken from the input as a network would deliver them; recipients and logins are
+//! accepted or refused by their length, and STARTTLS "succeeds", so every state of the session
+//! is reachable.
 #![no_main]
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use edgemail::credentials::Login;
 use edgemail::smtp::data::Budget;
 use edgemail::smtp::session::{Action, Peer, Session};
 use libfuzzer_sys::fuzz_target;
@@ -18,8 +20,13 @@ fuzz_target!(|data: &[u8]| {
     cfg.max_message_size = 4096;
     cfg.max_recipients = 4;
     let peer = Peer { ip: IpAddr::from([192, 0, 2, 1]), tls_available: chunk & 1 == 1 };
-    let mut session = Session::new(Arc::new(cfg), peer, Budget::new(64 * 1024));
-    let mut pieces = rest.chunks(usize::from(chunk >> 1) + 1);
+    let (cfg, budget) = (Arc::new(cfg), Budget::new(64 * 1024));
+    let mut session = match chunk & 6 {
+        0 | 2 => Session::new(cfg, peer, budget),
+        4 => Session::submission(cfg, peer, budget, false),
+        _ => Session::submission(cfg, peer, budget, true),
+    };
+    let mut pieces = rest.chunks(usize::from(chunk >> 3) + 1);
     loop {
         match session.next_action() {
             Action::Write(bytes) => {
@@ -40,6 +47,11 @@ fuzz_target!(|data: &[u8]| {
             Action::Deliver(envelope, _) => {
                 assert!(!envelope.recipients.is_empty(), "a message has recipients");
                 session.delivered("250 2.0.0 ok\r\n");
+            }
+            Action::LogIn { user, password } => {
+                let answer =
+                    if password.len() % 2 == 0 { Login::Accepted(user) } else { Login::Refused };
+                session.logged_in(answer);
             }
             Action::StartTls => session.secured(),
             Action::Close => return,

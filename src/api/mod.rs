@@ -10,6 +10,7 @@ pub mod input;
 pub mod mailboxes;
 pub mod meta;
 pub mod paging;
+pub mod passwords;
 pub mod send;
 pub mod sender_groups;
 pub mod sequences;
@@ -36,6 +37,14 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/mailboxes", Domain, handler!(mailboxes::list)),
         r(Method::POST, "/v1/mailboxes", Domain, handler!(mailboxes::create)),
         r(Method::DELETE, "/v1/mailboxes/{address}", Domain, handler!(mailboxes::delete)),
+        r(Method::GET, "/v1/mailboxes/{address}/passwords", Domain, handler!(passwords::list)),
+        r(Method::POST, "/v1/mailboxes/{address}/passwords", Domain, handler!(passwords::create)),
+        r(
+            Method::DELETE,
+            "/v1/mailboxes/{address}/passwords/{id}",
+            Domain,
+            handler!(passwords::delete),
+        ),
         r(Method::GET, "/v1/sender-groups", Domain, handler!(sender_groups::list)),
         r(Method::POST, "/v1/sender-groups", Domain, handler!(sender_groups::create)),
         r(Method::PATCH, "/v1/sender-groups/{id}", Domain, handler!(sender_groups::update)),
@@ -91,6 +100,7 @@ pub fn routes() -> Vec<Route> {
 /// target calls this. It must never panic.
 pub fn parse_every_body(data: &[u8]) {
     let _ = mailboxes::parse_create(data, "example.com");
+    let _ = passwords::parse_create(data);
     let _ = sender_groups::parse_create(data, "example.com");
     let _ = sender_groups::parse_update(data, "example.com");
     let _ = contacts::parse_upsert(data);

@@ -115,6 +115,18 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.smtp.hostname = Some(crate::address::normalize_domain(v)?);
         Ok(())
     }),
+    ("submission.listen", |c, v| {
+        c.submission.listen = Some(parse_addr(v)?);
+        Ok(())
+    }),
+    ("submission.tls_listen", |c, v| {
+        c.submission.tls_listen = Some(parse_addr(v)?);
+        Ok(())
+    }),
+    ("submission.failed_logins", |c, v| {
+        c.submission.failed_logins = positive(v)?;
+        Ok(())
+    }),
     ("delivery.relay", |c, v| {
         let (host, port) = v.rsplit_once(':').ok_or("expected HOST:PORT")?;
         if host.is_empty() || port.parse::<u16>().is_err() {

@@ -22,6 +22,7 @@ pub struct Config {
     pub cache_size: usize,
     pub http: Http,
     pub smtp: Smtp,
+    pub submission: Submission,
     pub delivery: Delivery,
     pub tools: Tools,
     pub api: Api,
@@ -177,6 +178,19 @@ impl Smtp {
     }
 }
 
+/// Mail clients sending through us (RFC 6409): the listeners, and how hard logins are guarded.
+/// The session limits and the certificate are the SMTP listener's.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    /// Submission with STARTTLS (port 587 in production); off when absent.
+    pub listen: Option<SocketAddr>,
+    /// Submission over implicit TLS (RFC 8314, port 465 in production); off when absent.
+    pub tls_listen: Option<SocketAddr>,
+    /// Failed logins allowed per client address and per mailbox before logins are refused;
+    /// one more is allowed every minute.
+    pub failed_logins: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct Log {
     /// A `tracing` filter such as `info` or `edgemail=debug,warn`.
@@ -224,6 +238,7 @@ impl Default for Config {
                 tls_cert: None,
                 tls_key: None,
             },
+            submission: Submission { listen: None, tls_listen: None, failed_logins: 10 },
             delivery: Delivery {
                 relay: None,
                 relay_username: None,

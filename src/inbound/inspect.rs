@@ -1,10 +1,10 @@
 //! What a received message says, read without side effects (and fuzzed as such): the stored
 //! form of the email, and the reports and references the inbound path acts on.
 
-use mail_parser::{Message, MessageParser, MimeHeaders};
+use mail_parser::{Message, MessageParser};
 
 use super::report;
-use crate::store::{Attachment, Email, Folder, Header, MessageStatus, Summary, received_bodies};
+use crate::store::{Email, Folder, MessageStatus, Summary, received_bodies};
 
 /// What a received message says, read without side effects (and fuzzed as such).
 pub struct Inspected {
@@ -56,24 +56,8 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
         .clone()
         .or_else(|| html.as_deref().map(crate::mail::text::html_to_text))
         .unwrap_or_default();
-    let attachments: Vec<Attachment> = message
-        .attachments()
-        .map(|p| Attachment {
-            filename: p.attachment_name().map(str::to_owned),
-            content_type: p
-                .content_type()
-                .map(|ct| match ct.subtype() {
-                    Some(sub) => format!("{}/{sub}", ct.ctype()),
-                    None => ct.ctype().to_owned(),
-                })
-                .unwrap_or_else(|| "application/octet-stream".into()),
-            size: p.len() as u64,
-        })
-        .collect();
-    let headers: Vec<Header> = message
-        .headers_raw()
-        .map(|(name, value)| Header { name: name.to_owned(), value: value.trim().to_owned() })
-        .collect();
+    let attachments = crate::mail::parsed::attachments(message);
+    let headers = crate::mail::parsed::headers(message);
     // Folders list mail in the order it arrived; the sender's Date header is kept in `headers`.
     let created_at = now;
     Email {
@@ -91,11 +75,7 @@ fn parse_email(message: &Message<'_>, size: u64, now: u64) -> Email {
             has_attachments: !attachments.is_empty(),
         },
         cc: addresses(message.cc()),
-        reply_to: message
-            .reply_to()
-            .and_then(|a| a.first())
-            .and_then(|a| a.address())
-            .map(str::to_owned),
+        reply_to: crate::mail::parsed::reply_to(message),
         message_id: message.message_id().map(|m| format!("<{m}>")),
         in_reply_to: message.in_reply_to().as_text().map(|m| format!("<{m}>")),
         headers,

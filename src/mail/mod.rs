@@ -1,6 +1,9 @@
-//! Outgoing messages: MIME building, the text part derived from HTML, and DKIM signing.
+//! Outgoing messages: MIME building, the text part derived from HTML, DKIM signing, and
+//! messages mail clients submit.
 
 pub mod build;
 pub mod outbound;
+pub mod parsed;
 pub mod sign;
+pub mod submitted;
 pub mod text;

@@ -1,5 +1,6 @@
 //! The bytes we send for a stored outbound email: MIME built from the stored parts, campaign
 //! tracking and unsubscribe headers added per recipient, then DKIM-signed with the domain's keys.
+//! A message a mail client submitted is sent as it came, only signed.
 
 use crate::error::{Error, Result};
 use crate::mail::build::{Outgoing, build};
@@ -56,8 +57,19 @@ pub fn render(app: &super::Deps, email: &Email, domain: &crate::store::Domain) -
         unsubscribe,
     })?;
     let raw = mark_warmup(email, raw);
+    sign(app, email, domain, &raw)
+}
+
+/// `raw` signed with the domain's DKIM keys: a rendered message, or one a mail client submitted
+/// (sent as it came, its bytes untouched).
+pub fn sign(
+    app: &super::Deps,
+    email: &Email,
+    domain: &crate::store::Domain,
+    raw: &[u8],
+) -> Result<Vec<u8>> {
     let signer = app.signers.get(domain)?;
-    signer.sign(&raw).map_err(|e| Error::internal(format!("signing {}: {e}", email.summary.id)))
+    signer.sign(raw).map_err(|e| Error::internal(format!("signing {}: {e}", email.summary.id)))
 }
 
 /// The header that marks warmup mail; its value is the id of the message at the sender.

@@ -179,15 +179,16 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
                 return Ok(Ok(None));
             };
             let domain = r.domain(email.domain())?;
-            Ok(Ok(Some((email, domain))))
+            let submitted = r.submitted_raw(&owned)?;
+            Ok(Ok(Some((email, domain, submitted))))
         })
         .await?;
     let Ok(loaded) = loaded else {
         return Ok(());
     };
     tracing::debug!(email = id, due, "delivery attempt");
-    let (email, domain) = match loaded {
-        Some((email, Some(domain))) => (email, domain),
+    let (email, domain, submitted) = match loaded {
+        Some((email, Some(domain), submitted)) => (email, domain, submitted),
         // Gone (deleted, or its domain removed): the commit below drops the queue entry.
         _ => return finish(app, id, due, Vec::new(), 0).await,
     };
@@ -200,8 +201,11 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     if pending.is_empty() {
         return finish(app, id, due, Vec::new(), 0).await;
     }
-    let message = compose::render(app, &email, &domain)
-        .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
+    let message = match submitted {
+        Some(raw) => compose::sign(app, &email, &domain, &raw),
+        None => compose::render(app, &email, &domain),
+    }
+    .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
     let mut outcomes = Vec::with_capacity(pending.len());
     // One transaction per recipient, each with its own bounce address: a DSN can then only
     // report the recipient it was issued for (see `Tokens::bounce_address`).

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use smtp_proto::request::receiver::RequestReceiver;
 use smtp_proto::{Error as ProtoError, Request};
 
+use super::auth::Sasl;
 use super::session::TOO_BIG;
 use crate::config::Smtp;
 
@@ -93,6 +94,24 @@ pub(super) enum Tls {
     Active,
 }
 
+/// Which rules a session follows: one protocol, two policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// The MX: anyone may hand over mail for our mailboxes; there is no login.
+    Mx,
+    /// Submission (RFC 6409): a mailbox that logged in (over TLS only) sends as itself, to
+    /// anyone.
+    Submission,
+}
+
+/// What the session knows that a command's answer depends on.
+pub(super) struct Who<'a> {
+    pub(super) tls: Tls,
+    pub(super) policy: Policy,
+    /// The mailbox logged in as.
+    pub(super) login: Option<&'a str>,
+}
+
 /// Where a command leads.
 pub(super) enum Step {
     Reply(String),
@@ -102,6 +121,8 @@ pub(super) enum Step {
     Check(String),
     Data,
     StartTls,
+    /// AUTH: start the exchange, with the initial response (empty when none).
+    Auth(Sasl, String),
     Quit,
 }
 
@@ -109,7 +130,7 @@ pub(super) enum Step {
 /// mail system, through the session.
 pub(super) fn command(
     cfg: &Smtp,
-    tls: Tls,
+    who: &Who<'_>,
     t: &mut Transaction,
     request: Request<Cow<'_, str>>,
 ) -> Step {
@@ -117,15 +138,7 @@ pub(super) fn command(
     match request {
         Request::Ehlo { host: client } => {
             *t = Transaction { helo: Some(client.into_owned()), ..Transaction::default() };
-            let mut reply = format!(
-                "250-{host} greets you\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250-SIZE {}\r\n",
-                cfg.max_message_size
-            );
-            if tls == Tls::Offered {
-                reply.push_str("250-STARTTLS\r\n");
-            }
-            reply.push_str("250 ENHANCEDSTATUSCODES\r\n");
-            Step::Reply(reply)
+            Step::Reply(ehlo(cfg, who))
         }
         Request::Helo { host: client } => {
             *t = Transaction { helo: Some(client.into_owned()), ..Transaction::default() };
@@ -141,6 +154,9 @@ pub(super) fn command(
             }
             if from.size > cfg.max_message_size {
                 return Step::Reply(TOO_BIG.into());
+            }
+            if let Some(refusal) = sender_refusal(who, &from.address) {
+                return refusal;
             }
             t.from = Some(from.address.into_owned());
             Step::Reply("250 2.1.0 sender ok\r\n".into())
@@ -172,16 +188,68 @@ pub(super) fn command(
             Step::Reply("252 2.5.0 cannot verify, but will accept and attempt delivery\r\n".into())
         }
         Request::Quit => Step::Quit,
-        Request::StartTls => match tls {
+        Request::StartTls => match who.tls {
             Tls::Active => Step::Error("503 5.5.1 TLS is already active\r\n".into()),
             Tls::Unavailable => Step::Error("502 5.5.1 STARTTLS not available\r\n".into()),
             Tls::Offered => Step::StartTls,
         },
-        Request::Auth { .. } => {
-            Step::Error("502 5.5.1 AUTH is not offered on this port\r\n".into())
+        Request::Auth { mechanism, initial_response } => {
+            auth(who, t, mechanism, initial_response.into_owned())
         }
         Request::Bdat { .. } => Step::Error("502 5.5.1 CHUNKING is not offered\r\n".into()),
         _ => Step::Error("502 5.5.2 command not implemented\r\n".into()),
+    }
+}
+
+/// The EHLO reply: STARTTLS where it can be had, AUTH only once TLS is up (submission).
+fn ehlo(cfg: &Smtp, who: &Who<'_>) -> String {
+    let mut reply = format!(
+        "250-{} greets you\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250-SIZE {}\r\n",
+        cfg.host(),
+        cfg.max_message_size
+    );
+    if who.tls == Tls::Offered {
+        reply.push_str("250-STARTTLS\r\n");
+    }
+    if who.policy == Policy::Submission && who.tls == Tls::Active {
+        reply.push_str("250-AUTH PLAIN LOGIN\r\n");
+    }
+    reply.push_str("250 ENHANCEDSTATUSCODES\r\n");
+    reply
+}
+
+/// Submission: only the mailbox logged in as may be the sender.
+fn sender_refusal(who: &Who<'_>, from: &str) -> Option<Step> {
+    if who.policy != Policy::Submission {
+        return None;
+    }
+    match who.login {
+        None => Some(Step::Error("530 5.7.0 authentication required\r\n".into())),
+        Some(login) if !from.eq_ignore_ascii_case(login) => Some(Step::Reply(format!(
+            "553 5.7.1 sender must be {login}, the mailbox you logged in as\r\n"
+        ))),
+        Some(_) => None,
+    }
+}
+
+/// AUTH: offered by submission only, and never before TLS, not even to loopback clients.
+fn auth(who: &Who<'_>, t: &Transaction, mechanism: u64, initial: String) -> Step {
+    if who.policy != Policy::Submission {
+        return Step::Error("502 5.5.1 AUTH is not offered on this port\r\n".into());
+    }
+    if who.tls != Tls::Active {
+        return Step::Error("538 5.7.11 encryption required: use STARTTLS first\r\n".into());
+    }
+    if who.login.is_some() {
+        return Step::Error("503 5.5.1 already authenticated\r\n".into());
+    }
+    if t.from.is_some() {
+        return Step::Error("503 5.5.1 not during a mail transaction\r\n".into());
+    }
+    match mechanism {
+        smtp_proto::AUTH_PLAIN => Step::Auth(Sasl::Plain, initial),
+        smtp_proto::AUTH_LOGIN => Step::Auth(Sasl::LoginUser, initial),
+        _ => Step::Error("504 5.5.4 unsupported mechanism; use PLAIN or LOGIN\r\n".into()),
     }
 }
 

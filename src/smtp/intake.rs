@@ -1,15 +1,28 @@
 //! What the SMTP server asks of the mail system behind it, and the answer the inbound path gives.
 
 use std::future::Future;
+use std::net::IpAddr;
 
 use super::session::{Envelope, TEMPORARY_FAILURE};
+use crate::credentials::Login;
 
-/// The two questions a session cannot answer itself. Replies are complete SMTP reply lines,
-/// CRLF included.
+/// The questions a session cannot answer itself. Replies are complete SMTP reply lines, CRLF
+/// included.
 pub trait Intake: Send + Sync + 'static {
-    /// `Ok` when `address` is ours to receive; otherwise the reply that refuses it (a 5xx is
-    /// counted against the client, a 4xx is not).
-    fn check_recipient(&self, address: &str) -> impl Future<Output = Result<(), String>> + Send;
+    /// `Ok` when `address` may be a recipient (for the MX: it is ours to receive; for
+    /// submission, of the mailbox `login`: it passes screening); otherwise the reply that refuses
+    /// it (a 5xx is counted against the client, a 4xx is not).
+    fn check_recipient(
+        &self,
+        login: Option<&str>,
+        address: &str,
+    ) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// A login (submission only; the MX never asks): the mailbox it logs in as, or why not.
+    fn log_in(&self, ip: IpAddr, user: &str, password: &str) -> impl Future<Output = Login> + Send {
+        let _ = (ip, user, password);
+        async { Login::Refused }
+    }
 
     /// Takes a message whose recipients all passed `check_recipient`; the reply to its DATA.
     fn take_message(
@@ -20,7 +33,7 @@ pub trait Intake: Send + Sync + 'static {
 }
 
 impl Intake for crate::inbound::Receiver {
-    async fn check_recipient(&self, address: &str) -> Result<(), String> {
+    async fn check_recipient(&self, _login: Option<&str>, address: &str) -> Result<(), String> {
         crate::inbound::Receiver::check_recipient(self, address).await
     }
 

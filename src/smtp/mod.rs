@@ -1,12 +1,17 @@
-//! Inbound SMTP: the MX side of hosted domains.
+//! SMTP: the MX side of hosted domains, and submission for mail clients. One protocol
+//! implementation with two policies (`command::Policy`), not two servers.
 //!
 //! - `session`  the protocol as a state machine without I/O: bytes in, actions out
-//! - `command`  commands out of a byte stream, and the replies to syntax errors
+//! - `actions`  what a session and its caller exchange: peer, envelope, actions
+//! - `command`  commands out of a byte stream, the replies to syntax errors, the two policies
+//! - `auth`     the AUTH PLAIN and LOGIN exchanges (submission, after TLS only)
 //! - `data`     the DATA phase: the strict end of a message, the in-flight memory budget
 //! - `intake`   the trait that answers "is this recipient ours" and "take this message"
 //! - `server`   the listener, connection caps, the I/O loop around a session, STARTTLS
-//! - `tls`      the STARTTLS certificate
+//! - `tls`      the certificate for STARTTLS and implicit TLS
 
+pub mod actions;
+mod auth;
 pub mod command;
 pub mod data;
 pub mod intake;
@@ -17,4 +22,5 @@ pub mod tls;
 #[cfg(test)]
 mod transcript_tests;
 
+pub use command::Policy;
 pub use intake::Intake;

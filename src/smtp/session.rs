@@ -1,60 +1,24 @@
-//! One inbound SMTP session (RFC 5321) as a state machine without I/O: bytes go in with `feed`,
-//! and `next_action` says what to do: write replies, read more, ask whether a recipient is ours, hand
-//! over a message, pause, start TLS or close. Answers to the questions come back through
-//! `recipient_checked` and `delivered`. The caller owns the socket, the clocks and the mail
+//! One SMTP session (RFC 5321) as a state machine without I/O: bytes go in with `feed`, and
+//! `next_action` says what to do: write replies, read more, ask whether a recipient is ours or
+//! whether a login is good, hand over a message, pause, start TLS or close. Answers to the
+//! questions come back through `recipient_checked`, `logged_in` and `delivered`. The same session
+//! serves the MX and submission: a `Policy` decides what differs (logins, who may send). The caller owns the socket, the clocks and the mail
 //! system; the session owns the protocol, so it can be driven by a test as well as by a socket.
 //!
 //! Replies to pipelined commands are collected and handed out in one write when the input is
 //! used up (RFC 2920).
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::command::{CommandReader, Step, Tls, Transaction, command, syntax_reply};
+pub use super::actions::{Action, Envelope, Peer};
+use super::auth::{self, Exchange, Next};
+use super::command::{CommandReader, Policy, Step, Tls, Transaction, Who, command, syntax_reply};
 use super::data::{Budget, DataReader};
 use crate::config::Smtp;
-
-/// The client, as far as the session cares.
-#[derive(Debug, Clone, Copy)]
-pub struct Peer {
-    pub ip: IpAddr,
-    /// Whether STARTTLS can be offered.
-    pub tls_available: bool,
-}
-
-/// The envelope of a message handed over at the end of DATA.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Envelope {
-    pub ip: IpAddr,
-    pub helo: String,
-    pub from: String,
-    pub recipients: Vec<String>,
-    /// Whether the message came over TLS.
-    pub tls: bool,
-}
-
-/// What the caller does next.
-#[derive(Debug)]
-pub enum Action<'a> {
-    /// Write these bytes and flush them.
-    Write(&'a [u8]),
-    /// Read, then `feed` what came, or call `timed_out` when nothing came within the duration.
-    /// End of input ends the session.
-    Read(Duration),
-    /// Wait this long before going on (refused recipients are slowed down).
-    Pause(Duration),
-    /// Is this recipient ours? Answer with `recipient_checked`.
-    CheckRecipient(String),
-    /// Take this message. Answer with `delivered`.
-    Deliver(Envelope, Vec<u8>),
-    /// The `220` is written; upgrade the stream, then call `secured` and go on.
-    StartTls,
-    /// Everything is written; close the connection.
-    Close,
-}
+use crate::credentials::Login;
 
 enum Mode {
     Commands,
@@ -69,6 +33,8 @@ enum Mode {
         reader: DataReader,
         reply: &'static str,
     },
+    /// An AUTH exchange waits for the client's next line.
+    Auth(Exchange),
 }
 
 /// A question handed out by `next_action` and not answered yet.
@@ -76,6 +42,7 @@ enum Waiting {
     Recipient(String),
     /// The message keeps its share of the budget until the mail system has taken it.
     Delivery(Option<OwnedSemaphorePermit>),
+    Login,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -92,13 +59,16 @@ const TOO_MANY_ERRORS: &str = "421 4.7.0 too many errors, closing connection\r\n
 const TIMEOUT: &str = "421 4.4.2 timeout, closing connection\r\n";
 /// The answer to a question left unanswered, and to a message that could not be stored.
 pub const TEMPORARY_FAILURE: &str = "451 4.3.0 temporary failure, try again later\r\n";
+const LOGIN_UNAVAILABLE: &str = "454 4.7.0 temporary authentication failure\r\n";
 /// Refused recipients answered at once; later ones wait `smtp.error_delay` each.
 const FREE_REFUSALS: usize = 2;
 
 pub struct Session {
     cfg: Arc<Smtp>,
     peer: Peer,
+    policy: Policy,
     tls: bool,
+    login: Option<String>,
     budget: Budget,
     reader: CommandReader,
     transaction: Transaction,
@@ -125,7 +95,9 @@ impl Session {
         Session {
             cfg,
             peer,
+            policy: Policy::Mx,
             tls: false,
+            login: None,
             budget,
             reader: CommandReader::default(),
             transaction: Transaction::default(),
@@ -143,13 +115,52 @@ impl Session {
         }
     }
 
+    /// A submission session; `implicit_tls` when the connection was TLS from its first byte.
+    pub fn submission(cfg: Arc<Smtp>, peer: Peer, budget: Budget, implicit_tls: bool) -> Session {
+        let mut session = Session::new(cfg, peer, budget);
+        session.policy = Policy::Submission;
+        session.tls = implicit_tls;
+        session
+    }
+
     /// Starts over on the secured stream: RFC 3207 discards everything learnt before, including
     /// input pipelined after STARTTLS. No greeting; the client speaks first.
     pub fn secured(&mut self) {
-        let (cfg, budget) = (self.cfg.clone(), self.budget.clone());
+        let (cfg, budget, policy) = (self.cfg.clone(), self.budget.clone(), self.policy);
         *self = Session::new(cfg, self.peer, budget);
         self.out.clear();
         self.tls = true;
+        self.policy = policy;
+    }
+
+    pub fn peer(&self) -> Peer {
+        self.peer
+    }
+
+    /// The mailbox the client logged in as.
+    pub fn login(&self) -> Option<&str> {
+        self.login.as_deref()
+    }
+
+    /// The answer to `LogIn`.
+    pub fn logged_in(&mut self, answer: Login) {
+        self.reclaim();
+        match self.waiting.take() {
+            Some(Waiting::Login) => {}
+            other => {
+                self.waiting = other;
+                return;
+            }
+        }
+        match answer {
+            Login::Accepted(user) => {
+                self.login = Some(user);
+                self.out.extend_from_slice(b"235 2.7.0 authentication succeeded\r\n");
+            }
+            Login::Refused => self.error("535 5.7.8 authentication credentials invalid\r\n"),
+            Login::Throttled => self.error("454 4.7.0 too many failed logins, try later\r\n"),
+            Login::Unavailable => self.out.extend_from_slice(LOGIN_UNAVAILABLE.as_bytes()),
+        }
     }
 
     /// Input from the client. Ignored once the session is ending.
@@ -230,6 +241,7 @@ impl Session {
         match self.waiting {
             Some(Waiting::Recipient(_)) => self.recipient_checked(Err(TEMPORARY_FAILURE.into())),
             Some(Waiting::Delivery(_)) => self.delivered(TEMPORARY_FAILURE),
+            Some(Waiting::Login) => self.logged_in(Login::Unavailable),
             None => {}
         }
         if let Some(pause) = self.pause.take() {
@@ -324,6 +336,7 @@ impl Session {
                         from: self.transaction.from.take().unwrap_or_default(),
                         recipients: std::mem::take(&mut self.transaction.recipients),
                         tls: self.tls,
+                        login: self.login.clone(),
                     };
                     self.ask = Some(Action::Deliver(envelope, message));
                     self.waiting = Some(Waiting::Delivery(held));
@@ -339,11 +352,21 @@ impl Session {
                 self.transaction.reset();
                 true
             }
+            Mode::Auth(exchange) => {
+                let Some(next) = exchange.feed(bytes) else { return false };
+                self.mode = Mode::Commands;
+                self.sasl(next);
+                true
+            }
             Mode::Commands => {
-                let tls = self.offers_tls();
+                let who = Who {
+                    tls: self.offers_tls(),
+                    policy: self.policy,
+                    login: self.login.as_deref(),
+                };
                 let step = match self.reader.next(bytes) {
                     None => return false,
-                    Some(Ok(request)) => command(&self.cfg, tls, &mut self.transaction, request),
+                    Some(Ok(request)) => command(&self.cfg, &who, &mut self.transaction, request),
                     Some(Err(e)) => Step::Error(syntax_reply(&e)),
                 };
                 self.apply(step);
@@ -380,11 +403,27 @@ impl Session {
                 self.out.extend_from_slice(b"220 2.0.0 ready to start TLS\r\n");
                 self.end = Some(End::StartTls);
             }
+            Step::Auth(sasl, initial) => self.sasl(auth::begin(sasl, &initial)),
             Step::Quit => {
                 let bye = format!("221 2.0.0 {} closing connection\r\n", self.cfg.host());
                 self.out.extend_from_slice(bye.as_bytes());
                 self.end = Some(End::Close);
             }
+        }
+    }
+
+    /// The next move of an AUTH exchange.
+    fn sasl(&mut self, next: Next) {
+        match next {
+            Next::Ask(challenge, sasl) => {
+                self.out.extend_from_slice(challenge.as_bytes());
+                self.mode = Mode::Auth(Exchange::new(sasl));
+            }
+            Next::Check { user, password } => {
+                self.ask = Some(Action::LogIn { user, password });
+                self.waiting = Some(Waiting::Login);
+            }
+            Next::Fail(reply) => self.error(reply),
         }
     }
 

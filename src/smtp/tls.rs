@@ -1,5 +1,7 @@
-//! The STARTTLS certificate: the configured PEM files, or a self-signed certificate generated on
-//! first start and kept in the store, so it stays the same across restarts.
+//! The certificate of every SMTP listener (STARTTLS and implicit TLS): the configured PEM files,
+//! or a self-signed leaf certificate (not a CA) generated on first start and kept in the store,
+//! so it stays the same across restarts and clients can pin it. It names `smtp.hostname`,
+//! `localhost`, 127.0.0.1 and ::1.
 
 use std::sync::Arc;
 
@@ -35,7 +37,8 @@ fn self_signed(
     host: &str,
     store: &Store,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
-    let name = format!("smtp_tls:{host}");
+    // Certificates of earlier releases (`smtp_tls:`) named the host only.
+    let name = format!("tls_leaf:{host}");
     let stored = {
         let name = name.clone();
         store.read_blocking(move |r| r.optional_secret(&name))?
@@ -43,7 +46,10 @@ fn self_signed(
     let pem = match stored {
         Some(pem) => pem,
         None => {
-            let generated = rcgen::generate_simple_self_signed(vec![host.to_owned()])
+            let names = [host, "localhost", "127.0.0.1", "::1"];
+            let mut names: Vec<String> = names.map(str::to_owned).to_vec();
+            names.dedup();
+            let generated = rcgen::generate_simple_self_signed(names)
                 .map_err(|e| Error::internal(format!("certificate generation: {e}")))?;
             let pem = format!("{}{}", generated.cert.pem(), generated.signing_key.serialize_pem())
                 .into_bytes();

@@ -92,6 +92,7 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(RAW_OF)?;
     tx.open_table(BATCHES_BY_DOMAIN)?;
     tx.open_table(SEQUENCES)?;
+    tx.open_table(APP_PASSWORDS)?;
     tx.open_table(SEQUENCES_BY_DOMAIN)?;
     tx.open_table(ENROLLMENTS)?;
     tx.open_table(ENROLLMENTS_ACTIVE)?;

@@ -13,6 +13,7 @@
 //! - `groups`       sender groups
 //! - `contacts`     the contact book
 //! - `keys`         API keys
+//! - `passwords`    mailbox app passwords for mail clients
 //! - `mailboxes`    mailboxes
 //! - `inbound`      received mail: one copy per mailbox, bodies of large copies left in the raw
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
@@ -51,6 +52,7 @@ mod keys;
 mod mailboxes;
 mod migrate;
 mod outbox;
+mod passwords;
 mod queue;
 mod raw;
 mod removal;
@@ -87,6 +89,7 @@ pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};
+pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use removal::Removed;
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
 pub use stats::{DayCounts, day_of};

@@ -28,6 +28,12 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// Stores a message a mail client submitted, with the bytes to send, and queues it now.
+    pub fn enqueue_submitted(&mut self, email: &Email, raw: &[u8], due: u64) -> Result<()> {
+        self.enqueue(email, due)?;
+        self.keep_submitted(&email.summary.id, raw)
+    }
+
     /// Cancels what of a message still waits in the queue; it then counts as sent.
     pub(super) fn cancel_queued(&mut self, id: &str) -> Result<()> {
         let Some(mut email) = self.load_email(id)? else { return Ok(()) };

@@ -29,6 +29,10 @@ struct RawRef {
     /// The copy's document has no text, HTML or headers: they are decoded from the blob.
     #[serde(default)]
     bodies_in_blob: bool,
+    /// An outbound message a mail client submitted: the blob is what is sent (signed), rather
+    /// than MIME built from the document.
+    #[serde(default)]
+    submitted: bool,
 }
 
 impl Wtx<'_> {
@@ -43,9 +47,18 @@ impl Wtx<'_> {
 
     /// Records that email `id` is a copy of the raw message `blob`.
     pub(super) fn share_raw(&mut self, id: &str, blob: &str, bodies_in_blob: bool) -> Result<()> {
-        let link = RawRef { blob: blob.to_owned(), bodies_in_blob };
+        let link = RawRef { blob: blob.to_owned(), bodies_in_blob, submitted: false };
         self.tx.open_table(RAW_OF)?.insert(id, encode(&link)?.as_slice())?;
         self.tx.open_table(RAW_REFS)?.insert((blob, id), ())?;
+        Ok(())
+    }
+
+    /// Keeps the message a mail client submitted as email `id`, to be sent as it is.
+    pub(super) fn keep_submitted(&mut self, id: &str, raw: &[u8]) -> Result<()> {
+        self.put_raw(id, raw)?;
+        let link = RawRef { blob: id.to_owned(), bodies_in_blob: false, submitted: true };
+        self.tx.open_table(RAW_OF)?.insert(id, encode(&link)?.as_slice())?;
+        self.tx.open_table(RAW_REFS)?.insert((id, id), ())?;
         Ok(())
     }
 
@@ -78,6 +91,14 @@ impl Rtx {
                 let found = table.get(id)?;
                 Ok(found.map(|v| v.value().to_vec()))
             }
+        }
+    }
+
+    /// The message a mail client submitted as email `id`, when it was submitted.
+    pub fn submitted_raw(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        match self.raw_ref(id)?.filter(|l| l.submitted) {
+            Some(link) => self.blob(&link.blob),
+            None => Ok(None),
         }
     }
 

@@ -27,6 +27,7 @@ impl Wtx<'_> {
         let mut removed = Removed::default();
         for mailbox in self.domain_mailboxes(name)? {
             removed.emails += self.delete_mailbox_contents(&mailbox.address)?;
+            self.remove_app_passwords(&mailbox.address)?;
             removed.mailboxes += 1;
         }
         removed.contacts = self.remove_domain_contacts(name)?;
@@ -39,13 +40,15 @@ impl Wtx<'_> {
         Ok(removed)
     }
 
-    /// Deletes the mailbox, every email in it, and its membership of every sender group.
+    /// Deletes the mailbox, every email in it, its app passwords, and its membership of every
+    /// sender group.
     pub fn delete_mailbox(&mut self, domain: &str, local: &str) -> Result<()> {
         if self.tx.open_table(MAILBOXES)?.remove((domain, local))?.is_none() {
             return Err(Error::not_found("mailbox"));
         }
         let address = format!("{local}@{domain}");
         self.delete_mailbox_contents(&address)?;
+        self.remove_app_passwords(&address)?;
         self.remove_from_groups(domain, &address)?;
         self.remove_warmup(domain, local)?;
         Ok(())

@@ -95,3 +95,7 @@ pub const WEBHOOK_DELIVERIES_BY_ENDPOINT: TableDefinition<(&str, &str), ()> =
 /// (next attempt time, delivery id) -> webhook id: pending deliveries; "what is due" is one range
 /// read, which also tells the dispatcher whose they are before it loads any.
 pub const WEBHOOK_DUE: TableDefinition<(u64, &str), &str> = TableDefinition::new("webhook_due");
+/// (mailbox address, password id) -> `AppPassword`: a mailbox's app passwords for mail clients,
+/// each with the PHC string of its argon2 hash (never the password).
+pub const APP_PASSWORDS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("app_passwords");

@@ -135,6 +135,14 @@ impl Server {
         Client::new(self.addr, key.map(str::to_owned))
     }
 
+    /// The address of a listener the start line names (`submission`, `submissions`, ...).
+    pub fn listener(&self, name: &str) -> Option<SocketAddr> {
+        let log = self.log();
+        let line = log.lines().find_map(|l| l.strip_prefix("listening "))?;
+        let prefix = format!("{name}=");
+        line.split_whitespace().find_map(|kv| kv.strip_prefix(prefix.as_str()))?.parse().ok()
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -35,6 +35,7 @@ mod send;
 mod sender_groups;
 mod sequences;
 mod storage_faults;
+mod submission;
 mod tools;
 mod warmup;
 mod webhooks;

@@ -75,6 +75,7 @@ async fn a_full_transaction_hands_the_envelope_and_the_unstuffed_message_over() 
         from: "ada@example.org".into(),
         recipients: vec!["Sales@alpha.test".into()],
         tls: false,
+        login: None,
     };
     assert_eq!(taken[0], (envelope, b"Subject: hi\r\n\r\n.a dot\r\n".to_vec()));
     assert_eq!(taken[1].0.from, "bob@example.org", "the second transaction starts afresh");

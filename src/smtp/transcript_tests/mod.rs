@@ -17,9 +17,11 @@ use super::intake::Intake;
 use super::server::{End, drive};
 use super::session::{Action, Envelope, Peer, Session};
 use crate::config::{Config, Smtp};
+use crate::credentials::Login;
 
 mod conversation;
 mod limits;
+mod submission;
 
 /// The mail system behind the session: the recipients it has, and the messages it took.
 #[derive(Default)]
@@ -39,13 +41,21 @@ impl Fake {
 }
 
 impl Intake for Fake {
-    async fn check_recipient(&self, address: &str) -> Result<(), String> {
+    async fn check_recipient(&self, _login: Option<&str>, address: &str) -> Result<(), String> {
         if self.ours.iter().any(|o| o.eq_ignore_ascii_case(address)) {
             Ok(())
         } else if address.ends_with("@busy.test") {
             Err("451 4.3.0 try again later\r\n".into())
         } else {
             Err(format!("550 5.1.1 no mailbox {address} here\r\n"))
+        }
+    }
+
+    async fn log_in(&self, _ip: IpAddr, user: &str, password: &str) -> Login {
+        match (user, password) {
+            ("sales@alpha.test", "right") => Login::Accepted(user.to_owned()),
+            ("throttled@alpha.test", _) => Login::Throttled,
+            _ => Login::Refused,
         }
     }
 
@@ -147,6 +157,15 @@ impl Conversation {
     fn with_budget(cfg: Smtp, tls_available: bool, fake: Fake, budget: Budget) -> Conversation {
         let peer = Peer { ip: IpAddr::from(CLIENT), tls_available };
         Conversation { session: Session::new(Arc::new(cfg), peer, budget), fake, log: Vec::new() }
+    }
+
+    /// A submission session; `implicit_tls` when TLS came before the first byte.
+    fn submission(implicit_tls: bool, fake: Fake) -> Conversation {
+        let cfg = cfg();
+        let budget = Budget::new(cfg.max_inflight_bytes);
+        let peer = Peer { ip: IpAddr::from(CLIENT), tls_available: !implicit_tls };
+        let session = Session::submission(Arc::new(cfg), peer, budget, implicit_tls);
+        Conversation { session, fake, log: Vec::new() }
     }
 
     /// Runs the session over `reads`, one network read each, until it ends or the input does.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Webhook benchmarks, all on 127.0.0.1:
 #   1. events delivered per second to a local receiver while mail is being delivered: a campaign
-#      of $MESSAGES messages to a local SMTP sink, each `email.delivered` posted to 4 endpoints
-#      (signed; the receiver checks every 100th signature with Python's own hmac);
+#      of $MESSAGES messages to a local SMTP sink, each `email.delivered` posted to $ENDPOINTS
+#      endpoints (signed; the receiver checks every 100th signature with Python's own hmac), and
+#      how long after the last message was delivered the last event arrived (the backlog);
 #   2. a dead endpoint (accepts connections, never answers) must not slow `POST /v1/send`: wrk
 #      figures with no endpoint, then with that endpoint subscribed to every event.
 #   bash benches/webhooks.sh
@@ -12,8 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
-MESSAGES=${MESSAGES:-10000}
-ENDPOINTS=4
+MESSAGES=${MESSAGES:-5000}
+ENDPOINTS=${ENDPOINTS:-16}
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
 source benches/common.sh
 postfix_tools
@@ -122,19 +123,23 @@ done
 WANT=$(( BATCHES * 500 * ENDPOINTS ))
 stats() { curl -sf "http://127.0.0.1:$RECEIVER_PORT/stats"; }
 field() { stats | python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
+NOW=$(date +%s%3N)
+sleep "$(echo "($AT - $NOW) / 1000" | bc -l)"
+drain 0.05
+DRAINED=$(date +%s%3N)
 DEADLINE=$(( $(date +%s) + 300 ))
 until [ "$(field count)" -ge "$WANT" ]; do
   [ "$(date +%s)" -lt "$DEADLINE" ] || { echo "only $(field count) of $WANT events arrived" >&2; exit 1; }
-  sleep 0.2
+  sleep 0.05
 done
-drain 0.2
 S=$(stats)
 echo "$S"
-python3 - "$S" "$AT" "$WANT" <<'PY'
+python3 - "$S" "$AT" "$WANT" "$DRAINED" <<'PY'
 import json, sys
-s, at, want = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+s, at, want, drained = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 window = max(1, s["last"] - s["first"])
 print(f"{s['count']} events (want {want}) from the first at +{s['first'] - at} ms to the last at +{s['last'] - at} ms after the campaign was due")
+print(f"the outbox was empty (all mail delivered) at +{drained - at} ms: the last event came {s['last'] - drained} ms after that")
 print(f"events delivered: {s['count'] * 1000 // window} events/s over the receiving window ({window} ms); signatures checked {s['checked']}, bad {s['bad']}")
 PY
 for id in "${IDS[@]}"; do api DELETE "/v1/webhooks/$id" >/dev/null; done

@@ -30,7 +30,13 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_INTERVAL: Duration = Duration::from_secs(10 * 3600);
 /// Due entries read per scan beyond those in flight: enough to find work for other endpoints
 /// behind a saturated one.
-const LOOK_AHEAD: usize = 4096;
+const LOOK_AHEAD: usize = 1024;
+/// The pause between scans, after one that started work and after one that found nothing it
+/// could start. Wake-ups arriving meanwhile fold into one scan: a busy server writes events
+/// faster than scanning each would be worth, and a dead endpoint's backlog (read again by every
+/// scan) must not cost the rest of the server its CPU.
+const PAUSE_BUSY: Duration = Duration::from_millis(2);
+const PAUSE_IDLE: Duration = Duration::from_millis(50);
 
 /// What the dispatcher works with.
 pub struct Deps {
@@ -80,7 +86,8 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
     let committer = tokio::spawn(commit(engine.clone(), received));
     let pruner = tokio::spawn(prune(engine.deps.clone()));
     loop {
-        let next = scan(&engine, &outcomes).await;
+        let (next, started) = scan(&engine, &outcomes).await;
+        tokio::time::sleep(if started { PAUSE_BUSY } else { PAUSE_IDLE }).await;
         let now = now_ms();
         let wait = match next {
             Some(at) if at > now => Duration::from_millis(at - now).min(Duration::from_secs(60)),
@@ -118,18 +125,19 @@ async fn prune(deps: Arc<Deps>) {
     }
 }
 
-/// Starts what is due and has room; returns when the scan's first entry not started is due.
+/// Starts what is due and has room; returns when the scan's first entry not started is due, and
+/// whether it started anything.
 async fn scan(
     engine: &Arc<Engine>,
     outcomes: &mpsc::UnboundedSender<AttemptOutcome>,
-) -> Option<u64> {
+) -> (Option<u64>, bool) {
     let now = now_ms();
     let look = locked(&engine.in_flight).len() + LOOK_AHEAD;
     let (due, mut next) = match engine.deps.store.read(move |r| r.due_webhooks(now, look)).await {
         Ok(found) => found,
         Err(e) => {
             tracing::error!(error = %e, "webhook outbox read failed");
-            return Some(now + 1000);
+            return (Some(now + 1000), false);
         }
     };
     let mut chosen = Vec::new();
@@ -151,7 +159,7 @@ async fn scan(
         chosen.push((at, id));
     }
     if chosen.is_empty() {
-        return next;
+        return (next, false);
     }
     let keys = chosen.clone();
     let jobs = match engine.deps.store.read(move |r| r.load_due_webhooks(&keys)).await {
@@ -171,7 +179,7 @@ async fn scan(
     for id in permits.keys() {
         in_flight.remove(id);
     }
-    next
+    (next, true)
 }
 
 async fn attempt(

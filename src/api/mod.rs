@@ -10,6 +10,7 @@ pub mod input;
 pub mod mailboxes;
 pub mod meta;
 pub mod send;
+pub mod send_fields;
 pub mod sender_groups;
 pub mod sequences;
 pub mod tools;

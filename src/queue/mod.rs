@@ -168,15 +168,16 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
                 return Ok(Ok(None));
             };
             let domain = r.domain(email.domain())?;
-            Ok(Ok(Some((email, domain))))
+            let parts = if email.summary.has_attachments { r.sent_parts(&owned)? } else { vec![] };
+            Ok(Ok(Some((email, domain, parts))))
         })
         .await?;
     let Ok(loaded) = loaded else {
         return Ok(());
     };
     tracing::debug!(email = id, due, "delivery attempt");
-    let (email, domain) = match loaded {
-        Some((email, Some(domain))) => (email, domain),
+    let (email, domain, parts) = match loaded {
+        Some((email, Some(domain), parts)) => (email, domain, parts),
         // Gone (deleted, or its domain removed): the commit below drops the queue entry.
         _ => return finish(app, id, due, Vec::new(), 0).await,
     };
@@ -189,7 +190,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     if pending.is_empty() {
         return finish(app, id, due, Vec::new(), 0).await;
     }
-    let message = compose::render(app, &email, &domain)
+    let message = compose::render(app, &email, &domain, &parts)
         .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
     let mut outcomes = Vec::with_capacity(pending.len());
     // One transaction per recipient, each with its own bounce address: a DSN can then only

@@ -98,6 +98,11 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(ENROLLMENTS_DUE)?;
     tx.open_table(DAILY_STATS)?;
     tx.open_table(WARMUP)?;
+    tx.open_table(SENT_PARTS)?;
+    tx.open_table(SENT_PARTS_OF)?;
+    tx.open_table(SENT_PARTS_REFS)?;
+    tx.open_table(IDEMPOTENCY)?;
+    tx.open_table(IDEMPOTENCY_BY_TIME)?;
     Ok(())
 }
 

@@ -21,9 +21,11 @@
 //! - `sequences`    sequences and enrollments
 //! - `queue`        the delivery queue, and the Message-IDs of what we sent
 //! - `suppressions` addresses a domain must not send to
+//! - `idempotency`  Idempotency-Key records of API requests, and their expiry
 //! - `secrets`      secrets made on first start
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
+//! - `parts`        attachments of mail we send, stored once per send request
 //! - `raw`          raw messages, stored once for all their copies
 //! - `domains`      hosted domains and their DKIM keys
 //! - `status`       the states of messages, recipients and enrollments
@@ -38,10 +40,12 @@ mod domains;
 mod emails;
 mod error;
 mod groups;
+mod idempotency;
 mod inbound;
 mod keys;
 mod mailboxes;
 mod migrate;
+mod parts;
 mod queue;
 mod raw;
 mod removal;
@@ -73,6 +77,7 @@ pub use domains::{DkimKey, Domain};
 pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary};
 pub use error::{Error, JobError, Result};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
+pub use idempotency::{Claim, Claimant, StoredReply};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
 pub use removal::Removed;

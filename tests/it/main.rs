@@ -27,6 +27,7 @@ mod mailboxes;
 mod security;
 mod security_smtp;
 mod send;
+mod send_fields;
 mod sender_groups;
 mod sequences;
 mod tools;

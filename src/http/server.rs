@@ -134,6 +134,7 @@ async fn dispatch(
             Some(principal)
         }
     };
+    let idempotency = super::idempotency::requested(req.method(), req.uri(), req.headers())?;
     let handler = matched.route.handler;
     let params = matched.params;
     let query = req.uri().query().map(str::to_owned);
@@ -149,8 +150,14 @@ async fn dispatch(
             .await
             .map_err(|_| Error::RequestTimeout(cfg.body_timeout))??
     };
+    let scope = principal.as_ref().map(|p| p.key_id.clone());
     let ctx = Ctx { app: app.clone(), principal, params, query, body, peer };
-    handler(ctx).await
+    match (idempotency, scope) {
+        (Some(requested), Some(key_id)) => {
+            super::idempotency::once(app, &key_id, requested, ctx, handler).await
+        }
+        _ => handler(ctx).await,
+    }
 }
 
 /// Routes whose bodies may be larger than `http.body_limit`: the send API takes up to 10 MiB of

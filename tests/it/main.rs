@@ -20,6 +20,7 @@ mod durability;
 mod emails;
 mod errors;
 mod health;
+mod idempotency;
 mod inbound;
 mod layering;
 mod mail_world;

@@ -26,6 +26,9 @@ pub enum Error {
     MethodNotAllowed(Vec<&'static str>),
     /// 409
     Conflict(String),
+    /// 409 `idempotency_conflict`: the Idempotency-Key was used for another request, or its first
+    /// request is still running.
+    IdempotencyConflict(String),
     /// 413
     PayloadTooLarge(usize),
     /// 415
@@ -69,6 +72,7 @@ impl fmt::Display for Error {
             Error::Invalid { message, .. } => f.write_str(message),
             Error::Unauthorized(m) | Error::Forbidden(m) => f.write_str(m),
             Error::NotFound(m) | Error::Conflict(m) | Error::Unavailable(m) => f.write_str(m),
+            Error::IdempotencyConflict(m) => f.write_str(m),
             Error::MethodNotAllowed(allow) => {
                 write!(f, "method not allowed; this path accepts {}", allow.join(", "))
             }

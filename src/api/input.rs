@@ -107,3 +107,13 @@ pub fn sender(from: &str, domain: &str) -> Result<String> {
         }
     }
 }
+
+/// For `#[serde(default, deserialize_with = "present")]` on an optional field that must not be
+/// null: absent is `None`, and null is refused (naming the field) like any other wrong type.
+pub fn present<'de, D, T>(d: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: de::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}

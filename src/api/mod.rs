@@ -12,6 +12,7 @@ pub mod meta;
 pub mod paging;
 pub mod passwords;
 pub mod send;
+pub mod send_fields;
 pub mod sender_groups;
 pub mod sequences;
 pub mod tools;

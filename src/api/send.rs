@@ -3,12 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::input::OneOrMany;
+use std::collections::BTreeMap;
+
+use super::input::{OneOrMany, present};
+use super::send_fields;
 use crate::error::{Blocked, Error, Result};
 use crate::http::request::parse_json;
 use crate::http::{Ctx, Reply};
 use crate::ids::{new_id, now_ms};
-use crate::mail::outbound::Outbound;
+use crate::mail::outbound::{Extras, Outbound};
 use crate::mail::text::html_to_text;
 use crate::store::{Batch, Email, SendType};
 
@@ -33,6 +36,20 @@ struct SendRequest {
     send_type: Option<String>,
     #[serde(default)]
     scheduled_at: Option<u64>,
+    #[serde(default, deserialize_with = "present")]
+    cc: Option<OneOrMany>,
+    #[serde(default, deserialize_with = "present")]
+    bcc: Option<OneOrMany>,
+    #[serde(default, deserialize_with = "present")]
+    reply_to: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    headers: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "present")]
+    attachments: Option<Vec<send_fields::AttachmentInput>>,
+    #[serde(default, deserialize_with = "present")]
+    tags: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    metadata: Option<BTreeMap<String, String>>,
 }
 
 /// A validated request, before screening.
@@ -45,10 +62,48 @@ pub struct Parsed {
     pub text: Option<String>,
     pub campaign: bool,
     pub scheduled_at: Option<u64>,
+    /// Copies, headers, attachment metadata, tags and metadata (`cc` and `bcc` before screening).
+    pub extras: Extras,
+    /// The bytes of each attachment, in order.
+    pub parts: Vec<Vec<u8>>,
+}
+
+/// A recipient list as written (entries trimmed, blanks dropped).
+fn entries(list: Option<&OneOrMany>) -> Vec<String> {
+    list.map(|l| l.entries().into_iter().map(str::to_owned).collect()).unwrap_or_default()
+}
+
+/// The optional fields, each checked; `cc` and `bcc` only for transactional mail.
+fn extras(input: &mut SendRequest, campaign: bool) -> Result<(Extras, Vec<Vec<u8>>)> {
+    for (field, list) in [("cc", &input.cc), ("bcc", &input.bcc)] {
+        if campaign && list.is_some() {
+            return Err(Error::invalid(
+                format!("invalid field `{field}`: copies are for transactional mail only"),
+                "a campaign sends one message per recipient: put every recipient in `to`",
+            ));
+        }
+    }
+    let reply_to = match input.reply_to.take() {
+        Some(r) => Some(super::input::recipients("replyTo", &OneOrMany::Many(vec![r]))?)
+            .and_then(|mut one| one.pop()),
+        None => None,
+    };
+    let (attachments, parts) =
+        send_fields::attachments(input.attachments.take().unwrap_or_default())?;
+    let extras = Extras {
+        cc: entries(input.cc.as_ref()),
+        bcc: entries(input.bcc.as_ref()),
+        reply_to,
+        headers: send_fields::extra_headers(input.headers.take().unwrap_or_default())?,
+        attachments,
+        tags: send_fields::tags(input.tags.take().unwrap_or_default())?,
+        metadata: send_fields::metadata(input.metadata.take().unwrap_or_default())?,
+    };
+    Ok((extras, parts))
 }
 
 pub fn parse(body: &[u8], domain: &str, now: u64) -> Result<Parsed> {
-    let input: SendRequest = parse_json(body)?;
+    let mut input: SendRequest = parse_json(body)?;
     let campaign = match input.send_type.as_deref() {
         None | Some("transactional") => false,
         Some("campaign") => true,
@@ -60,6 +115,7 @@ pub fn parse(body: &[u8], domain: &str, now: u64) -> Result<Parsed> {
         }
     };
     let from = super::input::sender(&input.from, domain)?;
+    let (extras, parts) = extras(&mut input, campaign)?;
     if input.subject.contains(['\r', '\n']) || input.subject.chars().count() > 998 {
         return Err(Error::invalid(
             "`subject` must be one line of at most 998 characters",
@@ -76,9 +132,12 @@ pub fn parse(body: &[u8], domain: &str, now: u64) -> Result<Parsed> {
         return Err(Error::invalid("`to` names no recipient", "give at least one address in `to`"));
     }
     let max = if campaign { MAX_CAMPAIGN } else { MAX_TRANSACTIONAL };
-    if to.len() > max {
+    let count = to.len() + extras.cc.len() + extras.bcc.len();
+    if count > max {
         return Err(Error::invalid(
-            format!("`to` has {} recipients; at most {max} are allowed for this type", to.len()),
+            format!(
+                "`to`, `cc` and `bcc` have {count} recipients; at most {max} are allowed for this type"
+            ),
             "split the recipients over several requests (or use type campaign for up to 500)",
         ));
     }
@@ -98,6 +157,8 @@ pub fn parse(body: &[u8], domain: &str, now: u64) -> Result<Parsed> {
         text,
         campaign,
         scheduled_at: input.scheduled_at,
+        extras,
+        parts,
     })
 }
 
@@ -132,18 +193,45 @@ async fn sending_mailbox(ctx: &Ctx, domain: &str, from: &str) -> Result<crate::s
     })
 }
 
-pub async fn send(ctx: Ctx) -> Result<Reply> {
-    let domain = ctx.domain()?.to_owned();
-    let now = now_ms();
-    let req = parse(&ctx.body, &domain, now)?;
-    let mailbox = sending_mailbox(&ctx, &domain, &req.from).await?;
-    let screened = crate::screening::screen(&ctx.app.store, &ctx.app.dns, &domain, &req.to).await?;
+/// `to`, `cc` and `bcc` screened together (one address is sent once, under the first list naming
+/// it): the accepted ones of each list, and every refusal.
+async fn screen(ctx: &Ctx, domain: &str, req: &mut Parsed) -> Result<Vec<Blocked>> {
+    let (cc, bcc) = (std::mem::take(&mut req.extras.cc), std::mem::take(&mut req.extras.bcc));
+    let all: Vec<String> = req.to.iter().chain(&cc).chain(&bcc).cloned().collect();
+    let screened = crate::screening::screen(&ctx.app.store, &ctx.app.dns, domain, &all).await?;
     if screened.accepted.is_empty() {
         return Err(Error::Unprocessable {
             message: "every recipient was refused".into(),
             blocked: screened.blocked,
         });
     }
+    let normalized = |list: &[String]| -> Vec<String> {
+        list.iter()
+            .filter_map(|r| {
+                crate::address::parse(r).ok().map(|a| format!("{}@{}", a.local, a.domain))
+            })
+            .collect()
+    };
+    let (to_n, cc_n) = (normalized(&req.to), normalized(&cc));
+    let within = |list: &[String], a: &str| list.iter().any(|x| x.eq_ignore_ascii_case(a));
+    let (mut to, mut kept_cc, mut kept_bcc) = (Vec::new(), Vec::new(), Vec::new());
+    for a in screened.accepted {
+        match (within(&to_n, &a), within(&cc_n, &a)) {
+            (true, _) => to.push(a),
+            (false, true) => kept_cc.push(a),
+            (false, false) => kept_bcc.push(a),
+        }
+    }
+    (req.to, req.extras.cc, req.extras.bcc) = (to, kept_cc, kept_bcc);
+    Ok(screened.blocked)
+}
+
+pub async fn send(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let now = now_ms();
+    let mut req = parse(&ctx.body, &domain, now)?;
+    let mailbox = sending_mailbox(&ctx, &domain, &req.from).await?;
+    let blocked = screen(&ctx, &domain, &mut req).await?;
     let status = if req.scheduled_at.is_some() { "scheduled" } else { "queued" };
     let due = req.scheduled_at.unwrap_or(now);
     let from = crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
@@ -152,7 +240,7 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
         .clone()
         .unwrap_or_else(|| req.html.as_deref().map(html_to_text).unwrap_or_default());
     let kind = if req.campaign { SendType::Campaign } else { SendType::Transactional };
-    let compose = |to: Vec<String>, batch: Option<&str>| -> Email {
+    let compose = |to: Vec<String>, batch: Option<&str>, extras: Extras| -> Email {
         Outbound {
             kind,
             mailbox: mailbox.address.clone(),
@@ -168,25 +256,18 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
             due,
             now,
         }
-        .into_email()
+        .into_email_with(extras)
     };
     let batch_id = req.campaign.then(|| new_id("batch"));
     let emails: Vec<Email> = if req.campaign {
-        screened.accepted.iter().map(|r| compose(vec![r.clone()], batch_id.as_deref())).collect()
+        let one = |r: &String| compose(vec![r.clone()], batch_id.as_deref(), req.extras.clone());
+        req.to.iter().map(one).collect()
     } else {
-        vec![compose(screened.accepted.clone(), None)]
+        vec![compose(req.to.clone(), None, req.extras.clone())]
     };
     let ids: Vec<String> = emails.iter().map(|e| e.summary.id.clone()).collect();
     let batch = batch_id.as_ref().map(|id| Batch::new(id, &domain, now, emails.len()));
-    ctx.app
-        .store
-        .write(move |w| {
-            if let Some(batch) = &batch {
-                w.create_batch(batch)?;
-            }
-            emails.iter().try_for_each(|e| w.enqueue(e, due))
-        })
-        .await?;
+    commit(&ctx, batch, emails, std::mem::take(&mut req.parts), due).await?;
     // Also for scheduled mail: the scheduler may be sleeping past the new due time.
     ctx.app.queue.wake();
     match batch_id {
@@ -194,10 +275,37 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
             message_ids: ids.iter().map(String::as_str).collect(),
             batch_id: &batch_id,
             status,
-            blocked: &screened.blocked,
+            blocked: &blocked,
         }),
-        None => {
-            Reply::ok(&Transactional { message_id: &ids[0], status, blocked: &screened.blocked })
-        }
+        None => Reply::ok(&Transactional { message_id: &ids[0], status, blocked: &blocked }),
     }
+}
+
+/// Queues the messages (and their batch) with their attachments, stored once for all of them.
+async fn commit(
+    ctx: &Ctx,
+    batch: Option<Batch>,
+    emails: Vec<Email>,
+    parts: Vec<Vec<u8>>,
+    due: u64,
+) -> Result<()> {
+    let blob = (!parts.is_empty()).then(|| new_id("att"));
+    ctx.app
+        .store
+        .write(move |w| -> Result<()> {
+            if let Some(batch) = &batch {
+                w.create_batch(batch)?;
+            }
+            if let Some(blob) = &blob {
+                w.put_sent_parts(blob, &parts)?;
+            }
+            for e in &emails {
+                w.enqueue(e, due)?;
+                if let Some(blob) = &blob {
+                    w.share_sent_parts(&e.summary.id, blob)?;
+                }
+            }
+            Ok(())
+        })
+        .await
 }

@@ -50,6 +50,12 @@ fn classify(error: &Error) -> (StatusCode, &'static str, &'static str) {
             "conflict",
             "the resource already exists; use it, or choose another name",
         ),
+        Error::IdempotencyConflict(_) => (
+            StatusCode::CONFLICT,
+            "idempotency_conflict",
+            "use a new Idempotency-Key for a different request; for the same request, retry once \
+             the first has answered",
+        ),
         Error::PayloadTooLarge(_) => (
             StatusCode::PAYLOAD_TOO_LARGE,
             "invalid_request",

@@ -1,6 +1,7 @@
 //! HTTP: the accept loop, routing, inputs, replies and the error mapping.
 
 pub mod error;
+pub mod idempotency;
 pub mod reply;
 pub mod request;
 pub mod router;

@@ -162,22 +162,41 @@ async fn dispatch(
             Some(principal)
         }
     };
+    let idempotency = super::idempotency::requested(req.method(), req.uri(), req.headers())?;
     let handler = matched.route.handler;
     let params = matched.params;
     let query = req.uri().query().map(str::to_owned);
     let cfg = &app.config.http;
+    let limit = body_limit(matched.route.path, cfg.body_limit);
     let json_only = access != Access::Link;
     // A request without a body (most GETs) needs no timer: arming one per request costs about
     // a tenth of the read path's throughput.
     let body = if req.body().is_end_stream() {
-        read_body(req, cfg.body_limit, json_only).await?
+        read_body(req, limit, json_only).await?
     } else {
-        tokio::time::timeout(cfg.body_timeout, read_body(req, cfg.body_limit, json_only))
+        tokio::time::timeout(cfg.body_timeout, read_body(req, limit, json_only))
             .await
             .map_err(|_| Error::RequestTimeout(cfg.body_timeout))??
     };
+    let scope = principal.as_ref().map(|p| p.key_id.clone());
     let ctx = Ctx { app: app.clone(), principal, params, query, body, peer };
-    handler(ctx).await
+    match (idempotency, scope) {
+        (Some(requested), Some(key_id)) => {
+            super::idempotency::once(app, &key_id, requested, ctx, handler).await
+        }
+        _ => handler(ctx).await,
+    }
+}
+
+/// Routes whose bodies may be larger than `http.body_limit`: the send API takes up to 10 MiB of
+/// attachments, which base64 in JSON makes about 14 MB.
+const LARGE_BODIES: [(&str, usize); 1] = [("/v1/send", 16 * 1024 * 1024)];
+
+fn body_limit(route: &str, configured: usize) -> usize {
+    LARGE_BODIES
+        .iter()
+        .find(|(path, _)| *path == route)
+        .map_or(configured, |(_, n)| (*n).max(configured))
 }
 
 /// With `metrics.token` set, the request must carry it as a bearer token.

@@ -1,11 +1,25 @@
 //! MIME messages as we send them: multipart/alternative when there is HTML (with the text part
 //! given or derived), Date, a Message-ID on the sending domain, MIME-Version, the mailbox's
-//! display name in From, threading and RFC 8058 unsubscribe headers when asked.
+//! display name in From, threading and RFC 8058 unsubscribe headers when asked; Cc, Reply-To,
+//! the sender's own headers and attachments (multipart/mixed) when the send API gives them. Bcc
+//! recipients are never written into the message.
 
 use mail_builder::MessageBuilder;
+use mail_builder::headers::address::Address;
+use mail_builder::headers::content_type::ContentType;
 use mail_builder::headers::raw::Raw;
+use mail_builder::headers::text::Text;
 
 use crate::error::{Error, Result};
+use crate::store::Header;
+
+/// One attachment: its stored metadata and bytes.
+pub struct Part<'a> {
+    pub filename: &'a str,
+    /// A media type, possibly with parameters (`text/plain; charset=utf-8`).
+    pub content_type: &'a str,
+    pub bytes: &'a [u8],
+}
 
 pub struct Outgoing<'a> {
     pub from_name: Option<&'a str>,
@@ -20,6 +34,11 @@ pub struct Outgoing<'a> {
     pub in_reply_to: Option<&'a str>,
     /// `(https URL, mailto URL)` for List-Unsubscribe with one-click POST.
     pub unsubscribe: Option<(String, String)>,
+    pub cc: &'a [String],
+    pub reply_to: Option<&'a str>,
+    /// The sender's own headers (validated by the send API: none the service writes).
+    pub extra_headers: &'a [Header],
+    pub attachments: &'a [Part<'a>],
 }
 
 pub fn build(m: &Outgoing<'_>) -> Result<Vec<u8>> {
@@ -28,9 +47,11 @@ pub fn build(m: &Outgoing<'_>) -> Result<Vec<u8>> {
         None => mail_builder::headers::address::Address::new_address(None::<&str>, m.from),
     };
     let to: Vec<&str> = m.to.iter().map(String::as_str).collect();
-    let mut builder = MessageBuilder::new()
-        .from(from)
-        .to(to)
+    let mut builder = MessageBuilder::new().from(from);
+    if !to.is_empty() {
+        builder = builder.to(to);
+    }
+    builder = builder
         .subject(m.subject)
         .date((m.date_ms / 1000) as i64)
         .message_id(m.message_id)
@@ -47,7 +68,31 @@ pub fn build(m: &Outgoing<'_>) -> Result<Vec<u8>> {
             .header("List-Unsubscribe", Raw::new(format!("<{url}>, <{mailto}>")))
             .header("List-Unsubscribe-Post", Raw::new("List-Unsubscribe=One-Click"));
     }
+    if !m.cc.is_empty() {
+        builder = builder.cc(m.cc.iter().map(String::as_str).collect::<Vec<&str>>());
+    }
+    if let Some(reply_to) = m.reply_to {
+        builder = builder.reply_to(Address::from(reply_to));
+    }
+    for h in m.extra_headers {
+        builder = builder.header(h.name.as_str(), Text::new(h.value.as_str()));
+    }
+    for part in m.attachments {
+        builder = builder.attachment(content_type(part.content_type), part.filename, part.bytes);
+    }
     builder.write_to_vec().map_err(Error::internal)
+}
+
+/// `type/subtype; name=value` into mail-builder's form, parameters kept.
+fn content_type(value: &str) -> ContentType<'_> {
+    let mut pieces = value.split(';');
+    let mut ct = ContentType::new(pieces.next().unwrap_or("application/octet-stream").trim());
+    for param in pieces {
+        if let Some((name, v)) = param.split_once('=') {
+            ct = ct.attribute(name.trim(), v.trim().trim_matches('"'));
+        }
+    }
+    ct
 }
 
 /// A Message-ID local part that is unique and says nothing about the sender's data.
@@ -85,6 +130,10 @@ mod tests {
                 "https://x.test/t/u/T".into(),
                 "mailto:unsubscribe@demo.test".into(),
             )),
+            cc: &[],
+            reply_to: None,
+            extra_headers: &[],
+            attachments: &[],
         })
         .expect("build"); // ok: test
         let text = String::from_utf8(raw).expect("utf-8"); // ok: test

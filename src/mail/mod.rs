@@ -2,6 +2,7 @@
 //! messages mail clients submit.
 
 pub mod build;
+pub mod headers;
 pub mod outbound;
 pub mod parsed;
 pub mod sign;

@@ -1,10 +1,13 @@
 //! The one way an outbound message comes into being, whoever sends it (the send API, a sequence
 //! step, warmup, SMTP submission): the same id, Message-ID, folder, per-recipient deliveries,
-//! snippet and size rules for all.
+//! snippet and size rules for all. What only the send API sets (copies, attachments, the
+//! sender's headers, tags and metadata) comes in `Extras`, empty for every other sender.
+
+use std::collections::BTreeMap;
 
 use crate::ids::new_id;
 use crate::store::{
-    Delivery, DeliveryStatus, Email, Folder, Header, MessageStatus, SendType, Summary,
+    Attachment, Delivery, DeliveryStatus, Email, Folder, Header, MessageStatus, SendType, Summary,
 };
 
 /// What a sender decides about a message; `into_email` derives the rest.
@@ -30,8 +33,28 @@ pub struct Outbound {
     pub now: u64,
 }
 
+/// The optional parts of a message (`POST /v1/send`); the default is none of them.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    pub cc: Vec<String>,
+    /// Delivered to like the others, never written into the message.
+    pub bcc: Vec<String>,
+    pub reply_to: Option<String>,
+    /// The sender's own headers, none of those the service writes.
+    pub headers: Vec<Header>,
+    /// Name, type and size of each attachment; the bytes are stored beside the email.
+    pub attachments: Vec<Attachment>,
+    pub tags: Vec<String>,
+    pub metadata: BTreeMap<String, String>,
+}
+
 impl Outbound {
     pub fn into_email(self) -> Email {
+        self.into_email_with(Extras::default())
+    }
+
+    /// The email, with a delivery per recipient of `to`, `cc` and `bcc`.
+    pub fn into_email_with(self, extras: Extras) -> Email {
         let id = new_id("em");
         let domain = self.mailbox.rsplit_once('@').map_or("", |(_, d)| d);
         let message_id = format!("<{}>", super::build::message_id(&id, domain));
@@ -42,6 +65,8 @@ impl Outbound {
         let deliveries = self
             .to
             .iter()
+            .chain(&extras.cc)
+            .chain(&extras.bcc)
             .map(|r| Delivery {
                 recipient: r.clone(),
                 status: delivery,
@@ -65,10 +90,19 @@ impl Outbound {
                 snippet: super::text::snippet(&self.text),
                 status: summary,
                 created_at: self.now,
-                size: (self.text.len() + self.html.as_ref().map_or(0, String::len)) as u64,
-                has_attachments: false,
+                size: (self.text.len() + self.html.as_ref().map_or(0, String::len)) as u64
+                    + extras.attachments.iter().map(|a| a.size).sum::<u64>(),
+                has_attachments: !extras.attachments.is_empty(),
             },
-            headers: vec![Header { name: "Subject".into(), value: self.subject }],
+            headers: std::iter::once(Header { name: "Subject".into(), value: self.subject })
+                .chain(extras.headers)
+                .collect(),
+            cc: extras.cc,
+            bcc: extras.bcc,
+            reply_to: extras.reply_to,
+            attachments: extras.attachments,
+            tags: extras.tags,
+            metadata: extras.metadata,
             message_id: Some(message_id),
             in_reply_to: self.in_reply_to,
             text: Some(self.text),
@@ -125,5 +159,29 @@ mod tests {
         assert_eq!(s.summary.status, MessageStatus::Scheduled);
         assert!(s.deliveries.iter().all(|d| d.status == DeliveryStatus::Scheduled));
         assert_eq!(outbound(SendType::Warmup, None).into_email().summary.folder, Folder::Warmup);
+    }
+
+    #[test]
+    fn extras_add_recipients_and_attachments_but_keep_bcc_out_of_headers() {
+        let extras = Extras {
+            cc: vec!["c@x.test".into()],
+            bcc: vec!["hidden@x.test".into()],
+            headers: vec![Header { name: "X-Campaign".into(), value: "q4".into() }],
+            attachments: vec![Attachment {
+                filename: Some("a.pdf".into()),
+                content_type: "application/pdf".into(),
+                size: 100,
+            }],
+            tags: vec!["t".into()],
+            ..Extras::default()
+        };
+        let e = outbound(SendType::Transactional, None).into_email_with(extras);
+        let recipients: Vec<&str> = e.deliveries.iter().map(|d| d.recipient.as_str()).collect();
+        assert_eq!(recipients, ["a@x.test", "b@x.test", "c@x.test", "hidden@x.test"]);
+        assert!(e.summary.has_attachments);
+        assert_eq!(e.summary.size, 13 + 12 + 100);
+        assert!(e.headers.iter().all(|h| !h.value.contains("hidden")));
+        assert_eq!(e.bcc, ["hidden@x.test"]);
+        assert_eq!(e.tags, ["t"]);
     }
 }

@@ -3,8 +3,9 @@
 //! A message a mail client submitted is sent as it came, only signed.
 
 use crate::error::{Error, Result};
-use crate::mail::build::{Outgoing, build};
-use crate::store::{Email, SendType};
+use crate::mail::build::{Outgoing, Part, build};
+use crate::mail::headers::is_owned;
+use crate::store::{Email, Header, SendType};
 use crate::tracking::Links;
 
 /// `"Name" <addr>` or `addr` into its parts.
@@ -19,7 +20,13 @@ pub fn split_display(from: &str) -> (Option<String>, String) {
     }
 }
 
-pub fn render(app: &super::Deps, email: &Email, domain: &crate::store::Domain) -> Result<Vec<u8>> {
+/// The signed message of `email`; `parts` are its attachments' bytes (`Rtx::sent_parts`).
+pub fn render(
+    app: &super::Deps,
+    email: &Email,
+    domain: &crate::store::Domain,
+    parts: &[Vec<u8>],
+) -> Result<Vec<u8>> {
     let (from_name, from) = split_display(&email.summary.from);
     let text = email.text.clone().unwrap_or_default();
     let message_id = email.message_id.as_deref().unwrap_or("").trim_matches(['<', '>']).to_owned();
@@ -44,6 +51,18 @@ pub fn render(app: &super::Deps, email: &Email, domain: &crate::store::Domain) -
     } else {
         (text, email.html.clone(), None)
     };
+    let extra_headers: Vec<Header> =
+        email.headers.iter().filter(|h| !is_owned(&h.name)).cloned().collect();
+    let attachments: Vec<Part<'_>> = email
+        .attachments
+        .iter()
+        .zip(parts)
+        .map(|(a, bytes)| Part {
+            filename: a.filename.as_deref().unwrap_or("attachment"),
+            content_type: &a.content_type,
+            bytes,
+        })
+        .collect();
     let raw = build(&Outgoing {
         from_name: from_name.as_deref(),
         from: &from,
@@ -55,6 +74,10 @@ pub fn render(app: &super::Deps, email: &Email, domain: &crate::store::Domain) -
         date_ms: email.scheduled_at.unwrap_or(email.summary.created_at),
         in_reply_to: email.in_reply_to.as_deref(),
         unsubscribe,
+        cc: &email.cc,
+        reply_to: email.reply_to.as_deref(),
+        extra_headers: &extra_headers,
+        attachments: &attachments,
     })?;
     let raw = mark_warmup(email, raw);
     sign(app, email, domain, &raw)

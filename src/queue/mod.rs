@@ -180,15 +180,16 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
             };
             let domain = r.domain(email.domain())?;
             let submitted = r.submitted_raw(&owned)?;
-            Ok(Ok(Some((email, domain, submitted))))
+            let parts = if email.summary.has_attachments { r.sent_parts(&owned)? } else { vec![] };
+            Ok(Ok(Some((email, domain, submitted, parts))))
         })
         .await?;
     let Ok(loaded) = loaded else {
         return Ok(());
     };
     tracing::debug!(email = id, due, "delivery attempt");
-    let (email, domain, submitted) = match loaded {
-        Some((email, Some(domain), submitted)) => (email, domain, submitted),
+    let (email, domain, submitted, parts) = match loaded {
+        Some((email, Some(domain), submitted, parts)) => (email, domain, submitted, parts),
         // Gone (deleted, or its domain removed): the commit below drops the queue entry.
         _ => return finish(app, id, due, Vec::new(), 0).await,
     };
@@ -203,7 +204,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     }
     let message = match submitted {
         Some(raw) => compose::sign(app, &email, &domain, &raw),
-        None => compose::render(app, &email, &domain),
+        None => compose::render(app, &email, &domain, &parts),
     }
     .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
     let mut outcomes = Vec::with_capacity(pending.len());

@@ -2,6 +2,8 @@
 //! mail, decoded from its raw message: see `inbound`); the folder index carries each message's
 //! summary, so listing a folder is one range read that never decodes a body.
 
+use std::collections::BTreeMap;
+
 use mail_parser::{MessageParser, PartType};
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
@@ -109,6 +111,15 @@ pub struct Email {
     pub sequence_id: Option<String>,
     #[serde(default)]
     pub enrollment_id: Option<String>,
+    /// For mail we send: the blind copies (delivered to, never written into the message).
+    #[serde(default)]
+    pub bcc: Vec<String>,
+    /// The sender's labels of a message we send (`POST /v1/send`), echoed in its events.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The sender's key-value data of a message we send, echoed in its events.
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -247,6 +258,7 @@ impl Wtx<'_> {
         if email.summary.folder == Folder::Trash {
             emails.remove(id)?;
             self.release_raw(id)?;
+            self.release_sent_parts(id)?;
             return Ok(Deleted::Removed);
         }
         email.summary.folder = Folder::Trash;
@@ -293,6 +305,7 @@ impl Wtx<'_> {
         for (folder, at, id) in &ids {
             index.remove((mailbox, *folder, *at, id.as_str()))?;
             self.release_raw(id)?;
+            self.release_sent_parts(id)?;
             let removed = emails.remove(id.as_str())?.map(|v| decode::<Email>(v.value()));
             if let Some(Ok(Email { next_attempt_at: Some(due), .. })) = removed {
                 queue.remove((due, id.as_str()))?;

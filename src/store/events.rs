@@ -67,8 +67,8 @@ impl EventType {
     }
 }
 
-/// The `data` of an event about a message we sent, for one of its recipients. `tags` and
-/// `metadata` are the message's own once sends carry them; until then they are empty.
+/// The `data` of an event about a message we sent, for one of its recipients, with the tags and
+/// metadata the send gave it.
 pub fn email_data(email: &Email, recipient: &str) -> Map<String, Value> {
     let mut data = Map::new();
     data.insert("messageId".into(), json!(email.summary.id));
@@ -76,8 +76,8 @@ pub fn email_data(email: &Email, recipient: &str) -> Map<String, Value> {
     data.insert("from".into(), json!(email.summary.from));
     data.insert("recipient".into(), json!(recipient));
     data.insert("subject".into(), json!(email.summary.subject));
-    data.insert("tags".into(), json!([]));
-    data.insert("metadata".into(), json!({}));
+    data.insert("tags".into(), json!(email.tags));
+    data.insert("metadata".into(), json!(email.metadata));
     data
 }
 

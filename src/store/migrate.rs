@@ -106,6 +106,11 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(WEBHOOK_DELIVERIES)?;
     tx.open_table(WEBHOOK_DELIVERIES_BY_ENDPOINT)?;
     tx.open_table(WEBHOOK_DUE)?;
+    tx.open_table(SENT_PARTS)?;
+    tx.open_table(SENT_PARTS_OF)?;
+    tx.open_table(SENT_PARTS_REFS)?;
+    tx.open_table(IDEMPOTENCY)?;
+    tx.open_table(IDEMPOTENCY_BY_TIME)?;
     Ok(())
 }
 

@@ -26,9 +26,11 @@
 //! - `events`       event types and the `data` each carries
 //! - `queue`        the delivery queue, and the Message-IDs of what we sent
 //! - `suppressions` addresses a domain must not send to
+//! - `idempotency`  Idempotency-Key records of API requests, and their expiry
 //! - `secrets`      secrets made on first start
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
+//! - `parts`        attachments of mail we send, stored once per send request
 //! - `raw`          raw messages, stored once for all their copies
 //! - `domains`      hosted domains and their DKIM keys
 //! - `status`       the states of messages, recipients and enrollments
@@ -47,11 +49,13 @@ mod error;
 mod events;
 mod file;
 mod groups;
+mod idempotency;
 mod inbound;
 mod keys;
 mod mailboxes;
 mod migrate;
 mod outbox;
+mod parts;
 mod passwords;
 mod queue;
 mod raw;
@@ -86,6 +90,7 @@ pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary, 
 pub use error::{Error, JobError, Result};
 pub use events::EventType;
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
+pub use idempotency::{Claim, Claimant, StoredReply};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::Mailbox;
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};

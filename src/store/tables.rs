@@ -99,3 +99,17 @@ pub const WEBHOOK_DUE: TableDefinition<(u64, &str), &str> = TableDefinition::new
 /// each with the PHC string of its argon2 hash (never the password).
 pub const APP_PASSWORDS: TableDefinition<(&str, &str), &[u8]> =
     TableDefinition::new("app_passwords");
+/// (blob id, attachment index, chunk number) -> a piece of an attachment of mail we send, stored
+/// once for all the messages of one send request (a campaign's copies share it).
+pub const SENT_PARTS: TableDefinition<(&str, u32, u32), &[u8]> = TableDefinition::new("sent_parts");
+/// email id -> blob id: the attachments of a message we send.
+pub const SENT_PARTS_OF: TableDefinition<&str, &str> = TableDefinition::new("sent_parts_of");
+/// (blob id, email id) -> (): the messages sharing a blob; the blob goes with its last entry.
+pub const SENT_PARTS_REFS: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("sent_parts_refs");
+/// (API key id, Idempotency-Key) -> `Idempotent`: a POST's key, the hash of its body and, once it
+/// finished, its answer.
+pub const IDEMPOTENCY: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("idempotency");
+/// (created at, API key id, Idempotency-Key) -> (): the keys in age order, for expiry.
+pub const IDEMPOTENCY_BY_TIME: TableDefinition<(u64, &str, &str), ()> =
+    TableDefinition::new("idempotency_by_time");

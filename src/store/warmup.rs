@@ -99,6 +99,7 @@ impl Wtx<'_> {
             index.remove((mailbox, code, *at, id.as_str()))?;
             emails.remove(id.as_str())?;
             self.release_raw(id)?;
+            self.release_sent_parts(id)?;
             removed += 1;
         }
         Ok(removed)

@@ -258,7 +258,8 @@ fn get_returns_the_full_email_with_attachments_and_deliveries() {
              "lastResponse": null, "updatedAt": T + 900}
         ],
         "type": null, "batchId": null, "scheduledAt": null, "nextAttemptAt": null, "tracking": null,
-        "inReplyToId": null, "sequenceId": null, "enrollmentId": null
+        "inReplyToId": null, "sequenceId": null, "enrollmentId": null,
+        "bcc": [], "tags": [], "metadata": {}
     });
     assert_eq!(got, want);
     let sent = a.get("/v1/emails?folder=sent").expect(200).json();

@@ -78,6 +78,7 @@ const KNOWN: &[&str] = &[
     "maxLength",
     "minItems",
     "maxItems",
+    "maxProperties",
     "format",
     "description",
     "example",
@@ -157,6 +158,7 @@ pub fn validate(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
             }
         }
         Value::Object(map) => {
+            bound(obj, "maxProperties", map.len() as u64, |limit, n| n <= limit, at)?;
             for name in obj.get("required").and_then(Value::as_array).into_iter().flatten() {
                 let name = name.as_str().unwrap_or("");
                 if !map.contains_key(name) {

@@ -54,7 +54,13 @@ fn assert_email_data(data: &Value, id: &str, recipient: &str) {
     assert_eq!(data["recipient"], recipient, "{data}");
     assert_eq!(data["from"], "sales@alpha.test", "{data}");
     assert!(data["subject"].is_string() && data.get("batchId").is_some(), "{data}");
-    assert_eq!((&data["tags"], &data["metadata"]), (&json!([]), &json!({})), "{data}");
+    // The campaign below carries tags and metadata; every other send carries none.
+    let (tags, metadata) = if recipient == "reader@example.org" {
+        (json!(["autumn", "2026"]), json!({"list": "shop", "cohort": "7"}))
+    } else {
+        (json!([]), json!({}))
+    };
+    assert_eq!((&data["tags"], &data["metadata"]), (&tags, &metadata), "{data}");
 }
 
 #[test]
@@ -94,7 +100,8 @@ fn delivery_outcomes_engagement_and_reports_arrive_signed() {
     let html = "<p>New <a href=\"https://shop.example.com/autumn\">collection</a></p>";
     let campaign = w
         .send(json!({"from": "sales@alpha.test", "subject": "Autumn", "html": html,
-                     "type": "campaign", "to": ["reader@example.org"]}))
+                     "type": "campaign", "to": ["reader@example.org"],
+                     "tags": ["autumn", "2026"], "metadata": {"list": "shop", "cohort": "7"}}))
         .expect(200)
         .json();
     let reader = campaign["messageIds"][0].as_str().expect("id").to_owned(); // ok: test

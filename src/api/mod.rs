@@ -15,6 +15,7 @@ pub mod send;
 pub mod send_fields;
 pub mod sender_groups;
 pub mod sequences;
+pub mod suppressions;
 pub mod tools;
 pub mod tracking;
 pub mod warmup;
@@ -63,6 +64,8 @@ pub fn routes() -> Vec<Route> {
         r(Method::DELETE, "/v1/sequences/{id}", Domain, handler!(sequences::delete)),
         r(Method::POST, "/v1/sequences/{id}/enroll", Domain, handler!(sequences::enroll)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
+        r(Method::POST, "/v1/suppressions", Domain, handler!(suppressions::create)),
+        r(Method::DELETE, "/v1/suppressions/{email}", Domain, handler!(suppressions::delete)),
         r(Method::GET, "/v1/campaign-stats", Analytics, handler!(analytics::campaign_stats)),
         r(Method::GET, "/v1/bounces", Analytics, handler!(bounces::stats)),
         r(Method::GET, "/v1/domain-health", Analytics, handler!(health::domain_health)),
@@ -105,6 +108,7 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = sender_groups::parse_create(data, "example.com");
     let _ = sender_groups::parse_update(data, "example.com");
     let _ = contacts::parse_upsert(data);
+    let _ = suppressions::parse_create(data);
     let _ = send::parse(data, "example.com", 0);
     let _ = sequences::parse_create(data, "example.com");
     let _ = sequences::parse_status(data);

@@ -51,6 +51,19 @@ impl Wtx<'_> {
         Ok(true)
     }
 
+    /// Takes an address off the domain's suppression list; returns whether it was on it.
+    pub fn unsuppress(&mut self, domain: &str, email: &str) -> Result<bool> {
+        let key = email.to_ascii_lowercase();
+        let mut table = self.tx.open_table(SUPPRESSIONS)?;
+        let removed = table.remove((domain, key.as_str()))?;
+        let Some(entry) = removed.map(|v| decode::<Suppression>(v.value())).transpose()? else {
+            return Ok(false);
+        };
+        let mut by_time = self.tx.open_table(SUPPRESSIONS_BY_TIME)?;
+        by_time.remove((domain, entry.unsubscribed_at, key.as_str()))?;
+        Ok(true)
+    }
+
     pub fn suppression_for(&self, domain: &str, email: &str) -> Result<Option<Suppression>> {
         suppression(self, domain, email)
     }

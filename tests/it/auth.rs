@@ -48,6 +48,7 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         }
         ("PATCH", "/v1/sender-groups/{id}") => Some(json!({"name": "Probe renamed"})),
         ("POST", "/v1/contacts") => Some(json!({"email": "ada@example.org", "name": "Ada"})),
+        ("POST", "/v1/suppressions") => Some(json!({"email": "ada@example.org"})),
         ("POST", "/v1/send") => Some(
             json!({"from": "probe@alpha.test", "to": "ada@example.org", "subject": "Hi", "text": "Hello"}),
         ),

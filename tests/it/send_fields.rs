@@ -8,7 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
 
-use crate::mail_world::{MailWorld, header, verify_dkim};
+use crate::mail_world::{MailWorld, basic, header, verify_dkim};
 
 /// Deterministic bytes covering every byte value, CR and LF included.
 fn binary(len: usize) -> Vec<u8> {
@@ -290,4 +290,34 @@ fn bad_inputs_are_400_naming_the_field() {
     let err = w.send(campaign).expect_error(400, "invalid_request");
     assert!(err["message"].as_str().is_some_and(|m| m.contains("`cc`")), "{err}");
     assert!(w.sink.messages().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn manual_suppressions_are_added_listed_honoured_and_removed() {
+    let w = MailWorld::start();
+    let c = w.api();
+    let added = c
+        .post("/v1/suppressions", json!({"email": "Ada@Example.org", "reason": "asked by phone"}))
+        .expect(201)
+        .json();
+    assert_eq!((&added["email"], &added["reason"]), (&json!("Ada@example.org"), &json!("manual")));
+    assert_eq!(added["source"], "asked by phone");
+    // Again: the first entry stands.
+    let again = c.post("/v1/suppressions", json!({"email": "ada@example.org"})).expect(200).json();
+    assert_eq!(again["unsubscribedAt"], added["unsubscribedAt"]);
+    let listed = c.get("/v1/suppressions").expect(200).json();
+    assert_eq!(listed["items"][0]["reason"], "manual", "{listed}");
+    let refused = w.send(basic(json!("ada@example.org")));
+    assert_eq!(refused.status, 422, "{}", refused.text());
+
+    c.delete("/v1/suppressions/ada%40example.org").expect(200);
+    c.delete("/v1/suppressions/ada@example.org").expect_error(404, "not_found");
+    assert_eq!(c.get("/v1/suppressions").expect(200).json()["total"], 0);
+    let sent = w.send(basic(json!("ada@example.org"))).expect(200).json();
+    assert_eq!(sent["status"], "queued", "{sent}");
+
+    for bad in [json!({}), json!({"email": "nope"}), json!({"email": "a@b.org", "x": 1})] {
+        c.post("/v1/suppressions", bad).expect_error(400, "invalid_request");
+    }
+    c.delete("/v1/suppressions/not-an-address").expect_error(400, "invalid_request");
 }

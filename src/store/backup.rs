@@ -79,7 +79,7 @@ pub fn restore(from: &Path, dir: &Path, force: bool) -> Result<Checked> {
             dir.display()
         )));
     }
-    super::create_private_dir(dir)?;
+    super::file::create_private_dir(dir)?;
     let target = dir.join(DB_FILE);
     let partial = sibling(&target, "restoring");
     let checked = copy_durably(from, &partial).and_then(|()| settle(&partial, from));
@@ -90,7 +90,7 @@ pub fn restore(from: &Path, dir: &Path, force: bool) -> Result<Checked> {
     std::fs::rename(&partial, &target).map_err(|e| {
         Error::io(format!("cannot move the restored file to {}", target.display()), e)
     })?;
-    super::restrict_file(&target)?;
+    super::file::restrict_file(&target)?;
     Ok(checked)
 }
 

@@ -110,3 +110,24 @@ fn create(path: &Path, cache_size: usize) -> Result<Database> {
         Err(e) => Err(e.into()),
     }
 }
+
+/// The data directory, created readable by its owner only.
+pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    }
+    Ok(())
+}
+
+/// The data file (and its backups) readable by their owner only: they hold keys and mail.
+pub(super) fn restrict_file(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| Error::io(format!("cannot restrict {}", path.display()), e))?;
+    Ok(())
+}

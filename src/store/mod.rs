@@ -150,10 +150,10 @@ impl Store {
     }
 
     pub fn open_with(dir: &Path, options: Options) -> Result<Store> {
-        create_private_dir(dir)?;
+        file::create_private_dir(dir)?;
         let path = dir.join(DB_FILE);
         let file = Arc::new(file::File::open(&path, options.cache_size)?);
-        restrict_file(&path)?;
+        file::restrict_file(&path)?;
         if let Err(e) = file.db().and_then(|db| migrate::upgrade(&db)) {
             if !e.is_disk() {
                 return Err(e);
@@ -298,25 +298,6 @@ where
     let db = file.db()?;
     let tx = db.begin_read().map_err(|e| E::from(Error::from(e)))?;
     work(&Rtx { tx })
-}
-
-fn create_private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    }
-    Ok(())
-}
-
-fn restrict_file(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| Error::io(format!("cannot restrict {}", path.display()), e))?;
-    Ok(())
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {

@@ -385,23 +385,23 @@ impl Wtx<'_> {
             let mut ids = Vec::new();
             for entry in table.range((domain, "")..)? {
                 let (key, _) = entry?;
-                if key.value().0 != domain {
+                let (d, id) = key.value();
+                if d != domain {
                     break;
                 }
-                ids.push(key.value().1.to_owned());
+                ids.push(id.to_owned());
             }
             ids
         };
-        let now = crate::ids::now_ms();
         for id in &ids {
             for enrollment in self.active_enrollments(id)? {
+                let now = crate::ids::now_ms();
                 self.end_enrollment(&enrollment, EnrollmentStatus::Cancelled, now)?;
             }
             self.tx.open_table(SEQUENCES)?.remove(id.as_str())?;
             self.tx.open_table(SEQUENCES_BY_DOMAIN)?.remove((domain, id.as_str()))?;
         }
-        // Ended enrollments keep their records for the counters; without the sequence they are
-        // unreachable, so they go too.
+        // Ended enrollments kept their records for the sequence's counters: they go with it.
         let mut enrollments = self.tx.open_table(ENROLLMENTS)?;
         let mut gone = Vec::new();
         for entry in enrollments.iter()? {
@@ -411,9 +411,7 @@ impl Wtx<'_> {
                 gone.push(key.value().to_owned());
             }
         }
-        for id in &gone {
-            enrollments.remove(id.as_str())?;
-        }
+        gone.iter().try_for_each(|id| enrollments.remove(id.as_str()).map(drop))?;
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::emails::Email;
 use super::error::Result;
 use super::tables::*;
-use super::{Rtx, Wtx, decode, encode, get_json};
+use super::{Rtx, Wtx, decode, encode, get_json, scan_index};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -115,7 +115,7 @@ impl Wtx<'_> {
 impl Rtx {
     /// The domain's campaign batches, oldest first.
     pub fn batches(&self, domain: &str) -> Result<Vec<Batch>> {
-        self.listed_for_domain(BATCHES_BY_DOMAIN, BATCHES, domain)
+        scan_index(self, BATCHES_BY_DOMAIN, BATCHES, domain)
     }
 
     pub fn batch(&self, id: &str) -> Result<Option<Batch>> {

@@ -308,31 +308,6 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     Ok(serde_json::from_slice(bytes)?)
 }
 
-impl Rtx {
-    /// The JSON values of `table` named by the `(domain, id)` keys of `index`, in index order.
-    fn listed_for_domain<T: DeserializeOwned>(
-        &self,
-        index: redb::TableDefinition<(&str, &str), ()>,
-        table: redb::TableDefinition<&str, &[u8]>,
-        domain: &str,
-    ) -> Result<Vec<T>> {
-        let index = self.tx.open_table(index)?;
-        let table = self.tx.open_table(table)?;
-        let mut out = Vec::new();
-        for entry in index.range((domain, "")..)? {
-            let (key, _) = entry?;
-            let (d, id) = key.value();
-            if d != domain {
-                break;
-            }
-            if let Some(v) = table.get(id)? {
-                out.push(decode(v.value())?);
-            }
-        }
-        Ok(out)
-    }
-}
-
 /// The JSON values of `table` named by the `(domain, id)` keys of `index`, in index order,
 /// through either transaction.
 fn scan_index<T: DeserializeOwned>(

@@ -13,7 +13,7 @@ use super::error::{Error, Result};
 use super::events::{EventType, enrollment_data};
 use super::status::EnrollmentStatus;
 use super::tables::*;
-use super::{Rtx, Tables, Wtx, decode, encode, get_json};
+use super::{Rtx, Tables, Wtx, decode, encode, get_json, scan_index};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -422,7 +422,7 @@ pub type DueSteps = (Vec<(u64, String)>, Option<u64>);
 impl Rtx {
     /// The domain's sequences, oldest first.
     pub fn sequences(&self, domain: &str) -> Result<Vec<Sequence>> {
-        self.listed_for_domain(SEQUENCES_BY_DOMAIN, SEQUENCES, domain)
+        scan_index(self, SEQUENCES_BY_DOMAIN, SEQUENCES, domain)
     }
 
     pub fn sequence(&self, id: &str) -> Result<Option<Sequence>> {

@@ -4,6 +4,7 @@
 pub mod analytics;
 pub mod bounces;
 pub mod contacts;
+pub mod downloads;
 pub mod emails;
 pub mod health;
 pub mod input;
@@ -54,6 +55,13 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/emails", Domain, handler!(emails::list)),
         r(Method::GET, "/v1/emails/{id}", Domain, handler!(emails::get)),
         r(Method::DELETE, "/v1/emails/{id}", Domain, handler!(emails::delete)),
+        r(Method::GET, "/v1/emails/{id}/raw", Domain, handler!(downloads::raw)),
+        r(
+            Method::GET,
+            "/v1/emails/{id}/attachments/{index}",
+            Domain,
+            handler!(downloads::attachment),
+        ),
         r(Method::GET, "/v1/contacts", Domain, handler!(contacts::list)),
         r(Method::POST, "/v1/contacts", Domain, handler!(contacts::upsert)),
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),

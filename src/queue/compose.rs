@@ -5,8 +5,18 @@
 use crate::error::{Error, Result};
 use crate::mail::build::{Outgoing, Part, build};
 use crate::mail::headers::is_owned;
+use crate::mail::sign::Signers;
 use crate::store::{Email, Header, SendType};
-use crate::tracking::Links;
+use crate::tracking::{Links, Tokens};
+
+/// What building and signing a message needs: delivery and downloads (`GET
+/// /v1/emails/{id}/raw`) both render with it, so a download is the message that was sent.
+pub struct Composer<'a> {
+    /// The base of tracking and unsubscribe links.
+    pub public_url: &'a str,
+    pub tokens: &'a Tokens,
+    pub signers: &'a Signers,
+}
 
 /// `"Name" <addr>` or `addr` into its parts.
 pub fn split_display(from: &str) -> (Option<String>, String) {
@@ -22,7 +32,7 @@ pub fn split_display(from: &str) -> (Option<String>, String) {
 
 /// The signed message of `email`; `parts` are its attachments' bytes (`Rtx::sent_parts`).
 pub fn render(
-    app: &super::Deps,
+    app: &Composer<'_>,
     email: &Email,
     domain: &crate::store::Domain,
     parts: &[Vec<u8>],
@@ -30,12 +40,12 @@ pub fn render(
     let (from_name, from) = split_display(&email.summary.from);
     let text = email.text.clone().unwrap_or_default();
     let message_id = email.message_id.as_deref().unwrap_or("").trim_matches(['<', '>']).to_owned();
-    let base_url = app.public_url.clone();
+    let base_url = app.public_url.to_owned();
     let campaign = email.send_type.is_some_and(SendType::is_tracked);
     let recipient = email.summary.to.first().cloned().unwrap_or_default();
     let links = Links {
         base_url: &base_url,
-        tokens: &app.tokens,
+        tokens: app.tokens,
         email_id: &email.summary.id,
         recipient: &recipient,
     };
@@ -86,7 +96,7 @@ pub fn render(
 /// `raw` signed with the domain's DKIM keys: a rendered message, or one a mail client submitted
 /// (sent as it came, its bytes untouched).
 pub fn sign(
-    app: &super::Deps,
+    app: &Composer<'_>,
     email: &Email,
     domain: &crate::store::Domain,
     raw: &[u8],

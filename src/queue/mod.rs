@@ -41,6 +41,16 @@ pub struct Deps {
     pub grace: Duration,
 }
 
+impl Deps {
+    fn composer(&self) -> compose::Composer<'_> {
+        compose::Composer {
+            public_url: &self.public_url,
+            tokens: &self.tokens,
+            signers: &self.signers,
+        }
+    }
+}
+
 type Engine = Arc<Deps>;
 
 /// How often the queue looks again at a store that refuses writes.
@@ -202,9 +212,10 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     if pending.is_empty() {
         return finish(app, id, due, Vec::new(), 0).await;
     }
+    let composer = app.composer();
     let message = match submitted {
-        Some(raw) => compose::sign(app, &email, &domain, &raw),
-        None => compose::render(app, &email, &domain, &parts),
+        Some(raw) => compose::sign(&composer, &email, &domain, &raw),
+        None => compose::render(&composer, &email, &domain, &parts),
     }
     .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
     let mut outcomes = Vec::with_capacity(pending.len());

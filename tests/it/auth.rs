@@ -242,6 +242,8 @@ fn a_domain_key_cannot_read_or_delete_another_domains_email() {
     let path = format!("/v1/emails/{id}");
     let a = w.alpha();
     a.get(&path).expect_error(404, "not_found");
+    a.get(&format!("{path}/raw")).expect_error(404, "not_found");
+    a.get(&format!("{path}/attachments/0")).expect_error(404, "not_found");
     a.delete(&path).expect_error(404, "not_found");
     a.delete(&path).expect_error(404, "not_found");
     let b = w.beta();

@@ -18,6 +18,7 @@ mod backup;
 mod bounces;
 mod cli;
 mod contacts;
+mod downloads;
 mod durability;
 mod emails;
 mod errors;

@@ -272,6 +272,13 @@ fn mail_clients_send_over_both_listeners_signed_delivered_and_kept_in_sent() {
     let id = starttls[4].rsplit(' ').next().expect("id").to_owned();
     let email = c.world.wait_status(&id, "delivered");
     assert_eq!(email["type"], "transactional");
+    // Its download is what the client submitted (without Bcc), as sent but for the signatures.
+    let raw = c.world.api().get(&format!("/v1/emails/{id}/raw")).expect(200);
+    assert_eq!(raw.header("content-type"), Some("message/rfc822"));
+    let sent = got.iter().find(|m| m.rcpt_to == ["a@example.org"]).expect("sent");
+    let submitted = String::from_utf8_lossy(&raw.body);
+    assert!(submitted.contains("Hello from a mail client") && !submitted.contains("secret@"));
+    assert!(sent.data.trim_ascii_end().ends_with(raw.body.trim_ascii_end()), "{submitted}");
     assert_eq!(email["subject"], "over STARTTLS");
     assert!(
         email["text"].as_str().is_some_and(|t| t.contains("Hello from a mail client")),

@@ -4,7 +4,7 @@ use serde::Deserialize;
 
 use crate::address;
 use crate::error::{Error, Result};
-use crate::http::request::parse_json;
+use crate::http::request::parse_json_nullable;
 use crate::http::{Ctx, Reply};
 
 #[derive(Debug, Deserialize)]
@@ -17,7 +17,7 @@ struct CreateMailbox {
 
 /// A validated creation request: the lower-cased local part and the display name.
 pub fn parse_create(body: &[u8], domain: &str) -> Result<(String, Option<String>)> {
-    let input: CreateMailbox = parse_json(body)?;
+    let input: CreateMailbox = parse_json_nullable(body, &["displayName"])?;
     let raw = input.address.trim();
     let local = match raw.rsplit_once('@') {
         Some((local, d)) if d.eq_ignore_ascii_case(domain) => local,

@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod idempotency;
+mod nulls;
 pub mod reply;
 pub mod request;
 pub mod router;

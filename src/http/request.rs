@@ -108,6 +108,11 @@ pub fn percent_decode(s: &str) -> String {
 /// Parses a JSON body into `T`. Errors name the field (`contacts[3].email`) and say what was
 /// expected, so a client can fix its request without reading our source.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
+    parse_json_nullable(body, &[])
+}
+
+/// `parse_json`, where the fields named in `nullable` (top-level paths) may be `null`.
+pub fn parse_json_nullable<T: DeserializeOwned>(body: &[u8], nullable: &[&str]) -> Result<T> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     match first {
         None => {
@@ -125,6 +130,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
         }
         Some(_) => {}
     }
+    super::nulls::refuse_nulls(body, nullable)?;
     // simd-json parses in place, so it gets its own copy.
     let mut buf = body.to_vec();
     let mut de = simd_json::Deserializer::from_slice(&mut buf).map_err(|e| {

@@ -30,6 +30,7 @@ mod logs;
 mod mail_world;
 mod mailboxes;
 mod metrics;
+mod openapi_examples;
 mod paging;
 mod security;
 mod security_smtp;

@@ -337,3 +337,16 @@ fn org_wide_key_is_forbidden() {
     org.delete(&path(&g["id"])).expect_error(403, "forbidden");
     assert_eq!(list(&w.alpha()), [g]);
 }
+
+#[test]
+fn null_fields_are_refused_by_name() {
+    let w = world_with(&["hello"]);
+    let c = w.alpha();
+    let msg = rejected(&c, json!({"name": "Launch", "mailboxes": null}));
+    assert!(msg.contains("`mailboxes`") && msg.contains("null"), "{msg}");
+    let msg = rejected(&c, json!({"name": "Launch", "emails": null}));
+    assert!(msg.contains("`emails`"), "{msg}");
+    let id = create(&c, json!({"name": "Launch"}))["id"].as_str().expect("id").to_owned();
+    let msg = invalid(c.patch(&format!("/v1/sender-groups/{id}"), json!({"mailboxes": null})));
+    assert!(msg.contains("`mailboxes`"), "{msg}");
+}

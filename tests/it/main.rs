@@ -29,6 +29,7 @@ mod logs;
 mod mail_world;
 mod mailboxes;
 mod metrics;
+mod pacing;
 mod paging;
 mod security;
 mod security_smtp;

@@ -44,6 +44,8 @@ fn json(c: &mut Criterion) {
             local_part: format!("user{i}"),
             domain: "demo.test".into(),
             display_name: Some(format!("User {i}")),
+            daily_limit: None,
+            min_gap_ms: None,
             created_at: 1_795_305_600_000 + i,
         })
         .collect();

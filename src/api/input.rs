@@ -117,3 +117,13 @@ where
 {
     T::deserialize(d).map(Some)
 }
+
+/// For `#[serde(default, deserialize_with = "nullable")]` on a patch field: absent is `None`,
+/// null is `Some(None)` (clear it), a value is `Some(Some(v))`.
+pub fn nullable<'de, D, T>(d: D) -> std::result::Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: de::Deserialize<'de>,
+{
+    <Option<T> as de::Deserialize>::deserialize(d).map(Some)
+}

@@ -6,6 +6,11 @@ use crate::address;
 use crate::error::{Error, Result};
 use crate::http::request::parse_json_nullable;
 use crate::http::{Ctx, Reply};
+use crate::store::MailboxPatch;
+
+/// The largest `dailyLimit` and `minGapMs` taken: a day's worth of sends at one a second, and a day.
+const MAX_DAILY_LIMIT: u32 = 86_400;
+const MAX_GAP_MS: u64 = 86_400_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -13,6 +18,46 @@ struct CreateMailbox {
     address: String,
     #[serde(default)]
     display_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct UpdateMailbox {
+    #[serde(default, deserialize_with = "super::input::nullable")]
+    display_name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "super::input::nullable")]
+    daily_limit: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "super::input::nullable")]
+    min_gap_ms: Option<Option<u64>>,
+}
+
+/// A validated change: the fields given, null or blank clearing one.
+pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
+    let input: UpdateMailbox = parse_json(body)?;
+    let display_name = match input.display_name {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(name)) if name.trim().is_empty() => Some(None),
+        Some(Some(name)) => Some(Some(super::input::name("displayName", &name, 200)?)),
+    };
+    let daily_limit = match input.daily_limit {
+        Some(Some(n)) if !(1..=u64::from(MAX_DAILY_LIMIT)).contains(&n) => {
+            return Err(Error::invalid(
+                format!("`dailyLimit` must be between 1 and {MAX_DAILY_LIMIT}"),
+                "give the most sends a day this mailbox may make, or null for no cap",
+            ));
+        }
+        other => other.map(|n| n.map(|n| n as u32)),
+    };
+    if let Some(Some(gap)) = input.min_gap_ms
+        && gap > MAX_GAP_MS
+    {
+        return Err(Error::invalid(
+            format!("`minGapMs` must be between 0 and {MAX_GAP_MS} (one day)"),
+            "give the least time between two sends in milliseconds, or null for none",
+        ));
+    }
+    Ok(MailboxPatch { display_name, daily_limit, min_gap_ms: input.min_gap_ms })
 }
 
 /// A validated creation request: the lower-cased local part and the display name.
@@ -69,6 +114,14 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
     let mailbox =
         ctx.app.store.write(move |w| w.create_mailbox(&domain, &local, display_name)).await?;
     Reply::created(&mailbox)
+}
+
+pub async fn update(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let local = local_part_of(ctx.param("address"), &domain)?;
+    let patch = parse_update(&ctx.body)?;
+    let mailbox = ctx.app.store.write(move |w| w.update_mailbox(&domain, &local, patch)).await?;
+    Reply::ok(&mailbox)
 }
 
 pub async fn delete(ctx: Ctx) -> Result<Reply> {

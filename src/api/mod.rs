@@ -39,6 +39,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/api/openapi.yaml", Public, handler!(meta::openapi_yaml)),
         r(Method::GET, "/v1/mailboxes", Domain, handler!(mailboxes::list)),
         r(Method::POST, "/v1/mailboxes", Domain, handler!(mailboxes::create)),
+        r(Method::PATCH, "/v1/mailboxes/{address}", Domain, handler!(mailboxes::update)),
         r(Method::DELETE, "/v1/mailboxes/{address}", Domain, handler!(mailboxes::delete)),
         r(Method::GET, "/v1/mailboxes/{address}/passwords", Domain, handler!(passwords::list)),
         r(Method::POST, "/v1/mailboxes/{address}/passwords", Domain, handler!(passwords::create)),
@@ -112,6 +113,7 @@ pub fn routes() -> Vec<Route> {
 /// target calls this. It must never panic.
 pub fn parse_every_body(data: &[u8]) {
     let _ = mailboxes::parse_create(data, "example.com");
+    let _ = mailboxes::parse_update(data);
     let _ = passwords::parse_create(data);
     let _ = sender_groups::parse_create(data, "example.com");
     let _ = sender_groups::parse_update(data, "example.com");

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod compose;
 mod error;
+mod pacing;
 pub mod retry;
 
 use std::collections::{HashMap, HashSet};
@@ -211,6 +212,9 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         .collect();
     if pending.is_empty() {
         return finish(app, id, due, Vec::new(), 0).await;
+    }
+    if pacing::holds(app, &email, due).await? {
+        return Ok(());
     }
     let composer = app.composer();
     let message = match submitted {

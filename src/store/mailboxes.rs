@@ -17,6 +17,27 @@ pub struct Mailbox {
     pub domain: String,
     pub display_name: Option<String>,
     pub created_at: u64,
+    /// At most this many campaign, sequence and warmup sends per UTC day; more wait a day.
+    #[serde(default)]
+    pub daily_limit: Option<u32>,
+    /// At least this long between two such sends.
+    #[serde(default)]
+    pub min_gap_ms: Option<u64>,
+}
+
+impl Mailbox {
+    /// Whether its campaign, sequence and warmup sends are paced at all.
+    pub fn is_paced(&self) -> bool {
+        self.daily_limit.is_some() || self.min_gap_ms.is_some_and(|gap| gap > 0)
+    }
+}
+
+/// A change to a mailbox: `None` leaves a field, `Some(None)` clears it.
+#[derive(Debug, Default)]
+pub struct MailboxPatch {
+    pub display_name: Option<Option<String>>,
+    pub daily_limit: Option<Option<u32>>,
+    pub min_gap_ms: Option<Option<u64>>,
 }
 
 fn mailbox(tx: &impl Tables, domain: &str, local: &str) -> Result<Option<Mailbox>> {
@@ -48,7 +69,33 @@ impl Wtx<'_> {
             domain: domain.to_owned(),
             display_name,
             created_at: now_ms(),
+            daily_limit: None,
+            min_gap_ms: None,
         };
+        table.insert((domain, local), encode(&mailbox)?.as_slice())?;
+        Ok(mailbox)
+    }
+
+    /// Applies `patch` to `local@domain`.
+    pub fn update_mailbox(
+        &mut self,
+        domain: &str,
+        local: &str,
+        patch: MailboxPatch,
+    ) -> Result<Mailbox> {
+        let Some(mut mailbox) = mailbox(self, domain, local)? else {
+            return Err(Error::not_found("mailbox"));
+        };
+        if let Some(name) = patch.display_name {
+            mailbox.display_name = name;
+        }
+        if let Some(limit) = patch.daily_limit {
+            mailbox.daily_limit = limit;
+        }
+        if let Some(gap) = patch.min_gap_ms {
+            mailbox.min_gap_ms = gap;
+        }
+        let mut table = self.tx.open_table(MAILBOXES)?;
         table.insert((domain, local), encode(&mailbox)?.as_slice())?;
         Ok(mailbox)
     }

@@ -111,6 +111,9 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(SENT_PARTS_REFS)?;
     tx.open_table(IDEMPOTENCY)?;
     tx.open_table(IDEMPOTENCY_BY_TIME)?;
+    tx.open_table(MAILBOX_DAY_SENDS)?;
+    tx.open_table(MAILBOX_NEXT_SLOT)?;
+    tx.open_table(PACED)?;
     Ok(())
 }
 

@@ -14,7 +14,8 @@
 //! - `contacts`     the contact book
 //! - `keys`         API keys
 //! - `passwords`    mailbox app passwords for mail clients
-//! - `mailboxes`    mailboxes
+//! - `pacing`       per-mailbox daily caps and gaps: the slot each paced send is given
+//! - `mailboxes`    mailboxes, and their sending limits
 //! - `inbound`      received mail: one copy per mailbox, bodies of large copies left in the raw
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
 //! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
@@ -55,6 +56,7 @@ mod keys;
 mod mailboxes;
 mod migrate;
 mod outbox;
+mod pacing;
 mod parts;
 mod passwords;
 mod queue;
@@ -92,8 +94,9 @@ pub use events::EventType;
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
 pub use keys::{ApiKey, encode_hex};
-pub use mailboxes::Mailbox;
+pub use mailboxes::{Mailbox, MailboxPatch};
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};
+pub use pacing::Slot;
 pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use removal::Removed;
 pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};

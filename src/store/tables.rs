@@ -113,3 +113,11 @@ pub const IDEMPOTENCY: TableDefinition<(&str, &str), &[u8]> = TableDefinition::n
 /// (created at, API key id, Idempotency-Key) -> (): the keys in age order, for expiry.
 pub const IDEMPOTENCY_BY_TIME: TableDefinition<(u64, &str, &str), ()> =
     TableDefinition::new("idempotency_by_time");
+/// (mailbox address, UTC day number) -> how many campaign, sequence and warmup sends of the
+/// mailbox are given to that day (sent, or waiting in the queue for a slot of that day).
+pub const MAILBOX_DAY_SENDS: TableDefinition<(&str, u32), u32> =
+    TableDefinition::new("mailbox_day_sends");
+/// mailbox address -> the earliest time its next paced send may go (its last slot + `minGapMs`).
+pub const MAILBOX_NEXT_SLOT: TableDefinition<&str, u64> = TableDefinition::new("mailbox_next_slot");
+/// email id -> the slot a paced message waits for: when it comes due it is sent, already counted.
+pub const PACED: TableDefinition<&str, u64> = TableDefinition::new("paced");

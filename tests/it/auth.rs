@@ -42,6 +42,7 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
     match (method, template) {
         ("GET" | "DELETE", _) => None,
         ("POST", "/v1/mailboxes") => Some(json!({"address": "probe", "displayName": "Probe"})),
+        ("PATCH", "/v1/mailboxes/{address}") => Some(json!({"dailyLimit": 50, "minGapMs": 1000})),
         ("POST", "/v1/mailboxes/{address}/passwords") => Some(json!({"name": "Probe"})),
         ("POST", "/v1/sender-groups") => {
             Some(json!({"name": "Probe", "mailboxes": "all", "emails": ["ada@example.org"]}))

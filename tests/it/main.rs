@@ -31,6 +31,7 @@ mod mail_world;
 mod mailboxes;
 mod metrics;
 mod openapi_examples;
+mod pacing;
 mod paging;
 mod security;
 mod security_smtp;

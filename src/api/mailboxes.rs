@@ -33,7 +33,8 @@ struct UpdateMailbox {
 
 /// A validated change: the fields given, null or blank clearing one.
 pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
-    let input: UpdateMailbox = parse_json(body)?;
+    let input: UpdateMailbox =
+        parse_json_nullable(body, &["displayName", "dailyLimit", "minGapMs"])?;
     let display_name = match input.display_name {
         None => None,
         Some(None) => Some(None),

@@ -204,6 +204,9 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
         listeners.admin.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
     let admin =
         tokio::spawn(crate::admin::serve_socket(listeners.admin, app.clone(), shutdown.clone()));
+    // One receiving side for our MX and for mail the queue hands to mailboxes of this server.
+    let inbound = Arc::new(receiver(&app));
+    queue.queue.register_local(inbound.clone());
     let queue = tokio::spawn(crate::queue::run(queue, shutdown.clone()));
     let sequences = tokio::spawn(crate::sequences::run(sequences, shutdown.clone()));
     let warmup = tokio::spawn(crate::warmup::run(warmup, shutdown.clone()));
@@ -239,7 +242,7 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
         app.config.smtp.clone(),
         tls.clone(),
         shutdown.clone(),
-        Arc::new(receiver(&app)),
+        inbound,
     ));
     let submitted = [
         (listeners.submission, Endpoint::SUBMISSION),

@@ -68,18 +68,18 @@ pub struct Common {
 pub struct ServeArgs {
     #[command(flatten)]
     pub common: Common,
-    /// HTTP listen address (port 0 picks a free port).
+    /// HTTP listen address, IP:PORT or HOST:PORT (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
-    pub http: Option<SocketAddr>,
+    pub http: Option<String>,
     /// SMTP listen address for inbound mail (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
-    pub smtp: Option<SocketAddr>,
+    pub smtp: Option<String>,
     /// SMTP submission listen address for mail clients, with STARTTLS (RFC 6409).
     #[arg(long, value_name = "ADDR")]
-    pub submission: Option<SocketAddr>,
+    pub submission: Option<String>,
     /// SMTP submission listen address for mail clients, over implicit TLS (RFC 8314).
     #[arg(long, value_name = "ADDR")]
-    pub submissions: Option<SocketAddr>,
+    pub submissions: Option<String>,
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
@@ -147,17 +147,18 @@ impl ServeArgs {
     /// The flags as configuration overrides.
     pub fn overrides(&self) -> Vec<(&'static str, String)> {
         let mut out = self.common.overrides();
-        if let Some(addr) = self.http {
-            out.push(("http.listen", addr.to_string()));
-        }
-        if let Some(addr) = self.smtp {
-            out.push(("smtp.listen", addr.to_string()));
-        }
-        if let Some(addr) = self.submission {
-            out.push(("submission.listen", addr.to_string()));
-        }
-        if let Some(addr) = self.submissions {
-            out.push(("submission.tls_listen", addr.to_string()));
+        // Addresses are parsed (and host names resolved) with the configuration's, so a bad one
+        // is reported like a bad configuration value.
+        let addresses = [
+            ("http.listen", &self.http),
+            ("smtp.listen", &self.smtp),
+            ("submission.listen", &self.submission),
+            ("submission.tls_listen", &self.submissions),
+        ];
+        for (key, value) in addresses {
+            if let Some(addr) = value {
+                out.push((key, addr.clone()));
+            }
         }
         if let Some(url) = &self.public_url {
             out.push(("http.public_url", url.clone()));

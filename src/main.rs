@@ -57,6 +57,9 @@ fn on_existing_store(common: &Common, command: Admin) -> ExitCode {
     let Some(config) = load_config(common.config.as_deref(), &common.overrides()) else {
         return ExitCode::from(2);
     };
+    if let Some(refused) = missing_data_dir(&config) {
+        return refused;
+    }
     if !config.data_dir.join(store::DB_FILE).is_file() {
         return fail(&format!("no edgemail data in {}", config.data_dir.display()));
     }
@@ -118,11 +121,27 @@ fn store_options(config: &Config) -> store::Options {
     store::Options { cache_size: config.cache_size }
 }
 
+/// The refusal of a command that reads a store when the data directory is not there: only
+/// `serve`, `demo` and `restore` create one.
+fn missing_data_dir(config: &Config) -> Option<ExitCode> {
+    let dir = &config.data_dir;
+    (!dir.is_dir()).then(|| {
+        fail(&format!(
+            "the data directory {} does not exist (`edgemail serve` creates it; \
+             pass the --data or --config that serve uses)",
+            dir.display()
+        ))
+    })
+}
+
 /// Runs an admin command through the running server when there is one, else on the file itself.
 fn administer(common: &Common, command: Admin) -> ExitCode {
     let Some(config) = load_config(common.config.as_deref(), &common.overrides()) else {
         return ExitCode::from(2);
     };
+    if let Some(refused) = missing_data_dir(&config) {
+        return refused;
+    }
     let socket = admin::socket_path(&config.data_dir);
     let outcome = match admin::send(&socket, &command) {
         Ok(Some(output)) => Ok(output),
@@ -164,11 +183,8 @@ fn serve(args: ServeArgs) -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = %e, "server stopped");
-            eprintln!("edgemail: {e}");
-            ExitCode::FAILURE
-        }
+        // Once, on stderr, where the log also goes: not a log line and this line both.
+        Err(e) => fail(&e.to_string()),
     }
 }
 

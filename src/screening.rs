@@ -45,11 +45,20 @@ pub async fn screen(
             }),
         }
     }
-    let lookup: Vec<String> = candidates.iter().map(|(c, _)| c.clone()).collect();
+    let lookup: Vec<(String, String)> = candidates.clone();
     let domain = sender_domain.to_owned();
-    let suppressed = store
-        .read(move |r| {
-            lookup.iter().map(|a| r.suppression(&domain, a)).collect::<Result<Vec<_>, _>>()
+    // Hosted domains are delivered here, without DNS (`queue::local`): no MX check for them.
+    let (suppressed, hosted) = store
+        .read(move |r| -> Result<_> {
+            let mut suppressed = Vec::with_capacity(lookup.len());
+            let mut hosted = std::collections::HashSet::new();
+            for (address, to) in &lookup {
+                suppressed.push(r.suppression(&domain, address)?);
+                if r.hosts(to)? {
+                    hosted.insert(to.clone());
+                }
+            }
+            Ok((suppressed, hosted))
         })
         .await?;
     let mut remaining = Vec::new();
@@ -71,8 +80,8 @@ pub async fn screen(
             remaining.push((address, domain));
         }
     }
-    let verdicts =
-        mail_verdicts(dns, remaining.iter().map(|(_, d)| d.as_str()), DNS_DEADLINE).await;
+    let asked = remaining.iter().map(|(_, d)| d.as_str()).filter(|d| !hosted.contains(*d));
+    let verdicts = mail_verdicts(dns, asked, DNS_DEADLINE).await;
     for (address, domain) in remaining {
         match verdicts.get(&domain) {
             Some(MailVerdict::Refuses(why)) => out.blocked.push(Blocked {

@@ -12,8 +12,25 @@ pub(super) fn parse_ips(v: &str) -> Result<Vec<std::net::IpAddr>, String> {
     list(v).map(|s| s.parse().map_err(|_| format!("{s:?} is not an IP address"))).collect()
 }
 
+/// `IP:PORT`, or `HOST:PORT` with a host name the system resolves (such as `localhost:8080`):
+/// its first address is used.
 pub(super) fn parse_addr(v: &str) -> Result<SocketAddr, String> {
-    v.parse().map_err(|_| "expected an address such as 127.0.0.1:8080 or [::]:8080".into())
+    if let Ok(addr) = v.parse() {
+        return Ok(addr);
+    }
+    let usage = "expected an address such as 127.0.0.1:8080, [::]:8080 or localhost:8080";
+    let Some((host, port)) = v.rsplit_once(':') else {
+        return Err(format!("{v:?} has no port; {usage}"));
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(format!("{v:?}: {usage}"));
+    }
+    let found: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(v)
+        .map_err(|e| format!("cannot resolve {host:?} ({e}); {usage}"))?
+        .collect();
+    // IPv4 first: `localhost` then means 127.0.0.1 on hosts where IPv6 is off.
+    let first = found.iter().find(|a| a.is_ipv4()).or(found.first()).copied();
+    first.ok_or_else(|| format!("{host:?} has no address; {usage}"))
 }
 
 /// A whole number greater than zero (counts, limits, rates).

@@ -8,6 +8,7 @@
 
 pub mod auth;
 mod inspect;
+mod local;
 pub mod report;
 
 use std::future::Future;
@@ -325,6 +326,7 @@ fn link_reply(
 }
 
 /// What a received message reports about mail we sent, already screened for trust.
+#[derive(Clone)]
 struct Reports {
     bounce_ids: Vec<(String, usize)>,
     referenced: Vec<String>,

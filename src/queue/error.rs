@@ -8,6 +8,8 @@ use std::fmt;
 pub enum Error {
     /// The store could not read the message or commit the attempt.
     Store(crate::store::Error),
+    /// The attempt's outcome, or the local copies committed with it, could not be written.
+    Commit(crate::error::Error),
     /// Message `email` could not be built or DKIM-signed.
     Compose { email: String, source: crate::error::Error },
 }
@@ -18,6 +20,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Store(e) => write!(f, "store: {e}"),
+            Error::Commit(e) => write!(f, "committing: {e}"),
             Error::Compose { email, source } => write!(f, "composing {email}: {source}"),
         }
     }
@@ -27,6 +30,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Store(e) => Some(e),
+            Error::Commit(e) => Some(e),
             Error::Compose { source, .. } => Some(source),
         }
     }

@@ -7,12 +7,13 @@
 pub mod client;
 pub mod compose;
 mod error;
+pub mod local;
 mod pacing;
 pub mod retry;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -64,6 +65,8 @@ pub struct Queue {
     per_domain: Mutex<HashMap<String, Arc<Semaphore>>>,
     per_domain_limit: usize,
     pool: Pool,
+    /// The receiving side that takes mail for hosted domains (see `local`).
+    local: OnceLock<Arc<dyn local::Local>>,
 }
 
 impl Queue {
@@ -87,7 +90,13 @@ impl Queue {
             per_domain: Mutex::new(HashMap::new()),
             per_domain_limit: d.per_domain,
             pool: Pool::new(helo, d.connect_timeout, d.command_timeout, credentials, policy),
+            local: OnceLock::new(),
         }
+    }
+
+    /// Mail for hosted domains goes to `receiver` from now on, rather than over SMTP.
+    pub fn register_local(&self, receiver: Arc<dyn local::Local>) {
+        let _ = self.local.set(receiver);
     }
 
     /// Tells the scheduler to look at the queue now.
@@ -192,17 +201,20 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
             let domain = r.domain(email.domain())?;
             let submitted = r.submitted_raw(&owned)?;
             let parts = if email.summary.has_attachments { r.sent_parts(&owned)? } else { vec![] };
-            Ok(Ok(Some((email, domain, submitted, parts))))
+            let hosted = local::hosted_domains(r, &email)?;
+            Ok(Ok(Some((email, domain, submitted, parts, hosted))))
         })
         .await?;
     let Ok(loaded) = loaded else {
         return Ok(());
     };
     tracing::debug!(email = id, due, "delivery attempt");
-    let (email, domain, submitted, parts) = match loaded {
-        Some((email, Some(domain), submitted, parts)) => (email, domain, submitted, parts),
+    let (email, domain, submitted, parts, hosted) = match loaded {
+        Some((email, Some(domain), submitted, parts, hosted)) => {
+            (email, domain, submitted, parts, hosted)
+        }
         // Gone (deleted, or its domain removed): the commit below drops the queue entry.
-        _ => return finish(app, id, due, Vec::new(), 0).await,
+        _ => return finish(app, id, due, Vec::new(), 0, None).await,
     };
     let pending: Vec<String> = email
         .deliveries
@@ -211,7 +223,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         .map(|d| d.recipient.clone())
         .collect();
     if pending.is_empty() {
-        return finish(app, id, due, Vec::new(), 0).await;
+        return finish(app, id, due, Vec::new(), 0, None).await;
     }
     if pacing::holds(app, &email, due).await? {
         return Ok(());
@@ -222,7 +234,14 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         None => compose::render(&composer, &email, &domain, &parts),
     }
     .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
-    let mut outcomes = Vec::with_capacity(pending.len());
+    let (pending, handed) = match app.queue.local.get() {
+        Some(receiver) => {
+            let from = app.tokens.bounce_address(&email.summary.id, 0, &domain.name);
+            local::hand_over(&**receiver, &hosted, pending, &domain.name, &from, &message).await
+        }
+        None => (pending, local::Handover { outcomes: Vec::new(), commit: None }),
+    };
+    let mut outcomes = handed.outcomes;
     // One transaction per recipient, each with its own bounce address: a DSN can then only
     // report the recipient it was issued for (see `Tokens::bounce_address`).
     for (destination, recipients) in group(app, &pending) {
@@ -249,26 +268,34 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         }
     }
     let retry_at = now + retry_delay(app, &email).as_millis() as u64;
-    finish(app, id, due, outcomes, retry_at).await
+    finish(app, id, due, outcomes, retry_at, handed.commit).await
 }
 
-/// Commits the attempt's outcomes. While the disk refuses writes, the outcomes are held and the
-/// commit retried: a refused write is "later", never a delivery outcome, and delivering again
-/// what the receivers already took would duplicate it. At shutdown the store closes, the retry
-/// ends and the entry, still queued, is delivered again after the restart (at least once).
+/// Commits the attempt's outcomes, with the copies handed to local mailboxes (`local`) when the
+/// entry is still queued. While the disk refuses writes, the outcomes are held and the commit
+/// retried: a refused write is "later", never a delivery outcome, and delivering again what the
+/// receivers already took would duplicate it. At shutdown the store closes, the retry ends and
+/// the entry, still queued, is delivered again after the restart (at least once).
 async fn finish(
     app: &Deps,
     id: &str,
     due: u64,
     outcomes: Vec<(String, Outcome)>,
     retry_at: u64,
+    local: Option<local::Commit>,
 ) -> Result<()> {
+    use crate::store::JobError;
     let outcomes = Arc::new(outcomes);
     let mut held = false;
     loop {
-        let (email, held_outcomes) = (id.to_owned(), outcomes.clone());
-        let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::store::Result<()> {
-            w.finish_attempt(&email, due, &held_outcomes, retry_at)
+        let (email, held_outcomes, local) = (id.to_owned(), outcomes.clone(), local.clone());
+        let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<()> {
+            if let Some(store_copies) = &local
+                && w.is_queued_in_write(due, &email)?
+            {
+                store_copies(w)?;
+            }
+            Ok(w.finish_attempt(&email, due, &held_outcomes, retry_at)?)
         };
         match app.store.write(commit).await {
             Err(e) if e.is_disk() => {
@@ -279,7 +306,7 @@ async fn finish(
                 tokio::time::sleep(STORE_RECHECK).await;
             }
             done => {
-                done?;
+                done.map_err(Error::Commit)?;
                 for (recipient, outcome) in outcomes.iter() {
                     crate::metrics::delivery(outcome.result());
                     // One line per recipient and attempt; the field names are a contract (README).

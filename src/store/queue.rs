@@ -49,6 +49,11 @@ impl Wtx<'_> {
     pub fn email_for_message_id(&self, message_id: &str) -> Result<Option<String>> {
         sent_with_message_id(self, message_id)
     }
+
+    /// Whether the queue still holds this entry (it goes when its message is deleted).
+    pub fn is_queued_in_write(&self, due: u64, id: &str) -> Result<bool> {
+        Ok(self.tx.open_table(QUEUE)?.get((due, id))?.is_some())
+    }
 }
 
 impl Rtx {

@@ -93,3 +93,57 @@ fn bad_commands_fail_with_a_message() {
     let (ok, _, err) = cli(&["domain", "add", A, "--data", data]);
     assert!(!ok && err.contains("already exists"), "{err}");
 }
+
+#[test]
+fn commands_that_read_a_store_refuse_a_data_directory_that_does_not_exist() {
+    let dir = TempDir::new("cli-missing");
+    let missing = dir.0.join("nowhere");
+    let data = missing.to_str().expect("utf-8");
+    let backup = dir.0.join("b.redb");
+    let backup = backup.to_str().expect("utf-8");
+    for args in [
+        &["domain", "list"][..],
+        &["domain", "add", "new.test"],
+        &["key", "list"],
+        &["key", "create", "--name", "k", "--org"],
+        &["backup", "--to", backup],
+        &["check"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--data", data]);
+        let (ok, out, err) = cli(&all);
+        assert!(!ok, "{args:?} succeeded: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains("does not exist") && err.contains(data), "{args:?}: {err}");
+        assert!(!missing.exists(), "{args:?} created the directory");
+    }
+    // The same directory named by a configuration file, as `serve --config` would use it.
+    let config = dir.0.join("edgemail.toml");
+    std::fs::write(&config, format!("[storage]\ndata_dir = {data:?}\n")).expect("write config");
+    let (ok, _, err) = cli(&["domain", "list", "--config", config.to_str().expect("utf-8")]);
+    assert!(!ok && err.contains("does not exist") && err.contains(data), "{err}");
+    std::fs::create_dir(&missing).expect("create");
+    let (ok, out, err) =
+        cli(&["domain", "add", "new.test", "--config", config.to_str().expect("utf-8")]);
+    assert!(ok, "{err}");
+    assert!(out.contains("new.test"), "{out}");
+    assert!(run(&["domain", "list"], &TempDir(missing.clone())).contains("new.test"));
+}
+
+#[test]
+fn listen_addresses_take_host_names_and_a_failed_start_says_why_once() {
+    let dir = TempDir::new("cli-host");
+    let server = Server::start_smtp_on(&dir.0, "localhost:0", &[], &[]);
+    assert!(server.smtp.ip().is_loopback(), "{}", server.smtp);
+    drop(server);
+    let data = dir.0.to_str().expect("utf-8");
+    let (ok, _, err) = cli(&["serve", "--data", data, "--http", "localhost"]);
+    assert!(!ok && err.contains("http.listen") && err.contains("has no port"), "{err}");
+    // Listening where another server already does: the reason, printed exactly once.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").to_string();
+    let (ok, _, err) = cli(&["serve", "--data", data, "--http", &port, "--smtp", "127.0.0.1:0"]);
+    assert!(!ok, "{err}");
+    let reason = format!("cannot listen on {port}");
+    assert_eq!(err.matches(&reason).count(), 1, "{err}");
+}

@@ -26,6 +26,7 @@ mod health;
 mod idempotency;
 mod inbound;
 mod layering;
+mod local_delivery;
 mod logs;
 mod mail_world;
 mod mailboxes;

@@ -1,0 +1,88 @@
+//! Mail that a hosted domain sends to a mailbox of this server, handed over by the delivery
+//! queue (`queue::local`) rather than sent to our own MX. It is checked, parsed and filed as our
+//! MX files mail (the same recipient check, parsing, folders, reply links, reports and
+//! `email.received` event); only the trace and authentication headers differ: this server
+//! signed the message itself, so nothing is looked up in DNS.
+
+use crate::error::Result;
+use crate::ids::{new_id, now_ms};
+use crate::queue::local::{Commit, Handing, Handover, Local};
+use crate::store::{Outcome, Wtx};
+
+use super::{Envelope, Receiver, auth, inspect, link_reply, rfc2822_date};
+
+/// The reply a delivered recipient gets.
+const DELIVERED: &str = "250 2.0.0 delivered to a mailbox of this server";
+
+impl Local for Receiver {
+    fn hand_over<'a>(
+        &'a self,
+        sender_domain: &'a str,
+        mail_from: &'a str,
+        recipients: &'a [String],
+        message: &'a [u8],
+    ) -> Handing<'a> {
+        Box::pin(self.take_local(sender_domain, mail_from, recipients, message))
+    }
+}
+
+/// What a refusal of our MX means for the sender: 5xx is final, anything else is tried again.
+fn refused(reply: &str) -> Outcome {
+    let text = reply.trim_end().to_owned();
+    if text.starts_with('5') { Outcome::Bounced(text) } else { Outcome::Deferred(text) }
+}
+
+impl Receiver {
+    async fn take_local(
+        &self,
+        sender_domain: &str,
+        mail_from: &str,
+        recipients: &[String],
+        message: &[u8],
+    ) -> Handover {
+        let mut outcomes = Vec::with_capacity(recipients.len());
+        let mut accepted = Vec::with_capacity(recipients.len());
+        for r in recipients {
+            match self.check_recipient(r).await {
+                Ok(()) => accepted.push(r.clone()),
+                Err(reply) => outcomes.push((r.clone(), refused(&reply))),
+            }
+        }
+        if accepted.is_empty() {
+            return Handover { outcomes, commit: None };
+        }
+        let id = new_id("em");
+        let now = now_ms();
+        let (results, verdict) = auth::local(message, sender_domain, mail_from, &self.host);
+        let received = format!(
+            "Received: by {} (local delivery) id {id}; {}\r\n",
+            self.host,
+            rfc2822_date(now)
+        );
+        let full = [received.as_bytes(), results.as_bytes(), message].concat();
+        let Some(seen) = inspect(&full, now) else {
+            let why = "554 5.6.0 the message could not be parsed".to_owned();
+            outcomes.extend(accepted.into_iter().map(|r| (r, Outcome::Failed(why.clone()))));
+            return Handover { outcomes, commit: None };
+        };
+        let envelope = Envelope {
+            ip: std::net::Ipv4Addr::LOCALHOST.into(),
+            helo: self.host.clone(),
+            from: mail_from.to_owned(),
+            recipients: accepted.clone(),
+            tls: false,
+        };
+        let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
+        let r = &verdict.results;
+        let auth = [r.spf, r.dkim, r.dmarc];
+        // The write may be retried (the disk refused it): each run starts from the same parts.
+        let commit: Commit = std::sync::Arc::new(move |w: &mut Wtx<'_>| -> Result<()> {
+            let mut template = template.clone();
+            link_reply(w, &parents, &mut template, &copies, &full)?;
+            w.emit_received(&template, &copies, auth)?;
+            reports.clone().apply(w, now)
+        });
+        outcomes.extend(accepted.into_iter().map(|r| (r, Outcome::Delivered(DELIVERED.into()))));
+        Handover { outcomes, commit: Some(commit) }
+    }
+}

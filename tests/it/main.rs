@@ -18,6 +18,7 @@ mod backup;
 mod bounces;
 mod cli;
 mod contacts;
+mod dashboard;
 mod durability;
 mod emails;
 mod errors;

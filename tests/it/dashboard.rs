@@ -8,6 +8,7 @@ use edgemail::store::Folder;
 
 use crate::client::{Client, Resp};
 use crate::harness::{A, World};
+use crate::webdriver::{Browser, ENTER, TAB};
 
 /// Every page of the navigation: path and the heading it shows.
 const PAGES: [(&str, &str); 10] = [
@@ -225,4 +226,41 @@ fn a_message_shows_in_a_sandboxed_frame_that_loads_nothing_remote() {
     // Without a session the body is not shown.
     let mut stranger = Visitor::new(world.server.addr);
     stranger.get(&format!("/ui/mail/{id}/body")).expect(303);
+}
+#[test]
+fn chromium_logs_in_by_keyboard_and_walks_every_page_without_console_errors() {
+    let mut id = String::new();
+    let world = World::start_seeded(|seed| id = seed_html_message(seed));
+    let base = format!("http://{}", world.server.addr);
+    let b = Browser::start();
+    b.goto(&format!("{base}/"));
+    assert!(b.url().ends_with("/ui/login"), "{}", b.url());
+    // Keyboard only: the skip link comes first, then the key field; Enter submits.
+    b.keys(TAB);
+    assert_eq!(b.text(&b.active()), "Skip to content");
+    b.keys(TAB);
+    assert_eq!(b.attribute(&b.active(), "name").as_deref(), Some("key"));
+    b.keys(&world.a);
+    b.keys(ENTER);
+    b.wait_until("the overview", |b| b.url().ends_with("/ui/overview"));
+    for (path, heading) in PAGES {
+        b.click(&b.find(&format!("nav a[href=\"{path}\"]")));
+        b.wait_until(path, |b| b.url().ends_with(path));
+        assert!(b.title().starts_with(heading), "{path}: {}", b.title());
+    }
+    b.click(&b.find("nav a[href=\"/ui/mailboxes\"]"));
+    let field = b.find("input[name=address]");
+    b.type_into(&field, "support");
+    b.click(&b.find("form[action=\"/ui/mailboxes\"] button"));
+    let created = format!("Mailbox support@{A} created.");
+    b.wait_until("the new mailbox", |b| b.source().contains(&created));
+    b.goto(&format!("{base}/ui/mail/{id}"));
+    let frame = b.find("iframe.message");
+    assert_eq!(b.attribute(&frame, "sandbox").as_deref(), Some(""));
+    let errors: Vec<_> =
+        b.console().into_iter().filter(|e| e["level"] != "DEBUG" && e["level"] != "INFO").collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    // The check above can fail: a missing page is an error in the console.
+    b.goto(&format!("{base}/ui/missing"));
+    assert!(b.console().iter().any(|e| e["level"] == "SEVERE"), "the console log is not read");
 }

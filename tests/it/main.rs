@@ -7,6 +7,7 @@ mod harness;
 mod schema;
 mod smtp_client;
 mod smtp_sink;
+mod webdriver;
 mod webhook_receiver;
 
 mod amplification;

@@ -39,7 +39,7 @@ impl Server {
         let store = Arc::new(store);
         let keys = KeyTable::default();
         keys.reload(&store)?;
-        let router = Router::new(crate::api::routes()).map_err(Error::internal)?;
+        let router = Router::new(routes()).map_err(Error::internal)?;
         crate::metrics::http_routes(router.routes().iter().map(|r| r.path));
         let dns = Arc::new(Dns::new(config.delivery.nameserver, config.delivery.dns_timeout)?);
         let tokens = Arc::new(Tokens::new(&store.read_blocking(|r| r.secret("tracking"))?));
@@ -94,6 +94,14 @@ impl Server {
 }
 
 /// The inbound path behind the MX, with warmup's claim on received mail.
+/// Every route the HTTP listener answers: the REST API (documented in `schema/openapi.yaml`)
+/// and the dashboard's HTML pages under `/` and `/ui/` (not part of the API document).
+pub fn routes() -> Vec<crate::http::Route> {
+    let mut routes = crate::api::routes();
+    routes.extend(crate::ui::routes());
+    routes
+}
+
 fn receiver(app: &App) -> crate::inbound::Receiver {
     let mut receiver = crate::inbound::Receiver::new(
         app.store.as_ref().clone(),

@@ -74,6 +74,15 @@ impl KeyTable {
         Ok(())
     }
 
+    /// The live key whose secret hashes to `digest` (dashboard sessions keep the digest only).
+    pub fn by_digest(&self, digest: &[u8; 32]) -> Option<Principal> {
+        let table = match self.live.read() {
+            Ok(table) => table,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        table.get(digest).cloned()
+    }
+
     /// Resolves an `Authorization` header value.
     pub fn authenticate(&self, header: Option<&[u8]>) -> Result<Principal> {
         let Some(header) = header else {

@@ -11,6 +11,7 @@
 //! - `admin`     domain and key commands, and the socket the CLI reaches a running server by
 //!
 //! Protocols:
+//! - `ui`        the web dashboard: sessions, CSRF, server-rendered pages over the API handlers
 //! - `submission` the mail system behind SMTP submission: logins, the bound sender, queueing
 //! - `smtp`      SMTP listeners and the one session: the MX of hosted domains, and submission
 //! - `api`       one module per REST resource, and the route table
@@ -86,6 +87,7 @@ pub mod store;
 pub(crate) mod submission;
 pub(crate) mod tools;
 pub(crate) mod tracking;
+pub mod ui;
 pub(crate) mod wake;
 pub(crate) mod warmup;
 pub(crate) mod webhooks;

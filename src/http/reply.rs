@@ -44,7 +44,12 @@ impl Reply {
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
         for (name, value) in self.headers {
-            headers.insert(name, value);
+            // Each cookie is its own header line; any other header given twice keeps the last.
+            if name == hyper::header::SET_COOKIE {
+                headers.append(name, value);
+            } else {
+                headers.insert(name, value);
+            }
         }
         response
     }

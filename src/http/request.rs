@@ -18,6 +18,8 @@ pub struct Ctx {
     pub query: Option<String>,
     pub body: Bytes,
     pub peer: SocketAddr,
+    /// The request headers, for dashboard pages only (cookies, forwarding); empty otherwise.
+    pub headers: hyper::HeaderMap,
 }
 
 impl Ctx {

@@ -27,6 +27,9 @@ pub enum Access {
     Tool,
     /// The metrics: open, or with `metrics.token` set, that token as a bearer token.
     Metrics,
+    /// A dashboard page: no key, HTML forms; the page checks its own session cookie and CSRF
+    /// token, so it receives the request headers.
+    Page,
 }
 
 pub struct Route {

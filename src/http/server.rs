@@ -135,7 +135,7 @@ async fn dispatch(
         app.tool_limits.check(ip)?;
     }
     let principal = match access {
-        Access::Public | Access::Link | Access::Tool => None,
+        Access::Public | Access::Link | Access::Tool | Access::Page => None,
         Access::Metrics => {
             let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
             metrics_token(app, header)?;
@@ -168,7 +168,9 @@ async fn dispatch(
     let query = req.uri().query().map(str::to_owned);
     let cfg = &app.config.http;
     let limit = body_limit(matched.route.path, cfg.body_limit);
-    let json_only = access != Access::Link;
+    let json_only = !matches!(access, Access::Link | Access::Page);
+    let headers =
+        if access == Access::Page { req.headers().clone() } else { hyper::HeaderMap::new() };
     // A request without a body (most GETs) needs no timer: arming one per request costs about
     // a tenth of the read path's throughput.
     let body = if req.body().is_end_stream() {
@@ -179,7 +181,7 @@ async fn dispatch(
             .map_err(|_| Error::RequestTimeout(cfg.body_timeout))??
     };
     let scope = principal.as_ref().map(|p| p.key_id.clone());
-    let ctx = Ctx { app: app.clone(), principal, params, query, body, peer };
+    let ctx = Ctx { app: app.clone(), principal, params, query, body, peer, headers };
     match (idempotency, scope) {
         (Some(requested), Some(key_id)) => {
             super::idempotency::once(app, &key_id, requested, ctx, handler).await

@@ -7,6 +7,7 @@ mod harness;
 mod schema;
 mod smtp_client;
 mod smtp_sink;
+mod webdriver;
 mod webhook_receiver;
 
 mod amplification;
@@ -18,6 +19,7 @@ mod backup;
 mod bounces;
 mod cli;
 mod contacts;
+mod dashboard;
 mod downloads;
 mod durability;
 mod emails;

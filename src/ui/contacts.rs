@@ -1,0 +1,70 @@
+//! Contacts: the contact book, adding (or renaming) and deleting a contact.
+
+use maud::html;
+use serde_json::json;
+
+use super::call::{Call, done, enc, field, items, time_field};
+use super::layout::{csrf_field, page, redirect};
+use super::{act, gate, or_page, posted, visitor};
+use crate::api::contacts;
+use crate::error::Result;
+use crate::handler;
+use crate::http::{Ctx, Reply};
+
+pub async fn list(ctx: Ctx) -> Result<Reply> {
+    let user = gate!(visitor(&ctx));
+    let mut query = "limit=200".to_owned();
+    if let Some(cursor) = ctx.query_value("cursor") {
+        query.push_str(&format!("&cursor={}", enc(&cursor)));
+    }
+    let call = Call::new(&ctx, &user).query(query);
+    let found = or_page!(call.run(handler!(contacts::list)).await, &user, "/ui/contacts");
+    let body = html! {
+        table {
+            thead { tr { th { "Email" } th { "Name" } th { "Updated" } th { "Actions" } } }
+            tbody {
+                @for c in items(&found) {
+                    @let email = field(c, "email");
+                    tr {
+                        td { (email) }
+                        td { (field(c, "name")) }
+                        td { (time_field(c, "updatedAt")) }
+                        td {
+                            form.inline method="post" action={ "/ui/contacts/" (enc(&field(c, "id"))) "/delete" } {
+                                (csrf_field(&user.csrf))
+                                button type="submit" aria-label={ "Delete " (email) } { "Delete" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if items(&found).is_empty() { p.muted { "No contacts yet." } }
+        h2 { "Add a contact" }
+        form.card method="post" action="/ui/contacts" {
+            (csrf_field(&user.csrf))
+            label for="email" { "Email" }
+            input #email type="email" name="email" required;
+            label for="name" { "Name" }
+            input #name type="text" name="name" required;
+            button type="submit" { "Save contact" }
+        }
+    };
+    Ok(page(&user, "/ui/contacts", "Contacts", body))
+}
+
+pub async fn upsert(ctx: Ctx) -> Result<Reply> {
+    let (user, form) = gate!(posted(&ctx));
+    let body = json!({ "email": form.text("email"), "name": form.text("name") });
+    let outcome = Call::new(&ctx, &user).body(&body).run(handler!(contacts::upsert)).await;
+    act(&user, outcome, |c| done(format!("Contact {} saved.", field(c, "email")))).await;
+    Ok(redirect("/ui/contacts"))
+}
+
+pub async fn delete(ctx: Ctx) -> Result<Reply> {
+    let (user, _) = gate!(posted(&ctx));
+    let call = Call::new(&ctx, &user).param("id", ctx.param("id"));
+    let outcome = call.run(handler!(contacts::delete)).await;
+    act(&user, outcome, |_| done("Contact deleted.")).await;
+    Ok(redirect("/ui/contacts"))
+}

@@ -1,0 +1,143 @@
+//! Dashboard sessions, kept in memory: the cookie holds only a random id, and the server maps it
+//! to the digest of the key that logged in, a CSRF token and a one-shot notice.
+//!
+//! In memory rather than in a redb table: a session is worth less than a disk write per login
+//! and page, a restart asking everyone to log in again is harmless, and nothing secret ever
+//! reaches the disk. The digest (never the key) is resolved against the live key table on every
+//! request, so revoking a key ends its sessions at once.
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use hyper::header::{COOKIE, HeaderValue};
+
+use crate::auth::Principal;
+use crate::http::Ctx;
+
+/// The cookie that carries the session id.
+pub const COOKIE_NAME: &str = "em_session";
+/// A session unused this long is gone.
+const IDLE_MS: u64 = 2 * 3600 * 1000;
+/// And none lives longer than this, used or not.
+const MAX_AGE_MS: u64 = 12 * 3600 * 1000;
+/// Past this many sessions the oldest go first: the table stays bounded whatever happens.
+const MAX_SESSIONS: usize = 10_000;
+
+struct Entry {
+    digest: [u8; 32],
+    csrf: String,
+    notice: Option<Notice>,
+    created: u64,
+    seen: u64,
+}
+
+/// A message shown once on the next page: the outcome of a form.
+#[derive(Clone, Debug)]
+pub struct Notice {
+    pub ok: bool,
+    pub text: String,
+    /// A value shown once and never again (a new password or webhook secret).
+    pub secret: Option<String>,
+}
+
+/// A logged-in visitor.
+pub struct User {
+    pub id: String,
+    pub principal: Principal,
+    pub domain: String,
+    pub csrf: String,
+}
+
+/// One table per process: sessions belong to the process that made them.
+static SESSIONS: LazyLock<Mutex<HashMap<String, Entry>>> = LazyLock::new(Default::default);
+
+fn table() -> MutexGuard<'static, HashMap<String, Entry>> {
+    SESSIONS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Starts a session for the key with this digest; answers its id.
+pub fn start(digest: [u8; 32]) -> String {
+    let now = crate::ids::now_ms();
+    let id = crate::ids::secret("");
+    let mut sessions = table();
+    sessions.retain(|_, e| live(e, now));
+    if sessions.len() >= MAX_SESSIONS
+        && let Some(oldest) = sessions.iter().min_by_key(|(_, e)| e.created).map(|(k, _)| k.clone())
+    {
+        sessions.remove(&oldest);
+    }
+    let entry =
+        Entry { digest, csrf: crate::ids::secret(""), notice: None, created: now, seen: now };
+    sessions.insert(id.clone(), entry);
+    id
+}
+
+fn live(e: &Entry, now: u64) -> bool {
+    now.saturating_sub(e.seen) < IDLE_MS && now.saturating_sub(e.created) < MAX_AGE_MS
+}
+
+pub fn end(id: &str) {
+    table().remove(id);
+}
+
+/// The visitor of a request, when it carries a live session of a key still valid for a domain.
+pub fn user(ctx: &Ctx) -> Option<User> {
+    let id = cookie(&ctx.headers, COOKIE_NAME)?;
+    let now = crate::ids::now_ms();
+    let (digest, csrf) = {
+        let mut sessions = table();
+        let entry = sessions.get_mut(id.as_str())?;
+        if !live(entry, now) {
+            sessions.remove(id.as_str());
+            return None;
+        }
+        entry.seen = now;
+        (entry.digest, entry.csrf.clone())
+    };
+    let principal = ctx.app.keys.by_digest(&digest)?;
+    let domain = principal.domain.as_deref()?.to_owned();
+    Some(User { id, principal, domain, csrf })
+}
+
+/// Leaves a notice for the session's next page.
+pub fn notify(id: &str, notice: Notice) {
+    if let Some(entry) = table().get_mut(id) {
+        entry.notice = Some(notice);
+    }
+}
+
+/// Takes the notice left for this page, if any.
+pub fn take_notice(id: &str) -> Option<Notice> {
+    table().get_mut(id).and_then(|e| e.notice.take())
+}
+
+/// The value of a cookie in the request.
+pub fn cookie(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
+    headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|line| {
+        line.split(';').find_map(|pair| {
+            let (k, v) = pair.trim().split_once('=')?;
+            (k == name).then(|| v.to_owned())
+        })
+    })
+}
+
+/// Whether the visitor reached us over TLS: through a trusted proxy that says so.
+pub fn behind_tls(ctx: &Ctx) -> bool {
+    ctx.app.config.http.trusted_proxies.contains(&ctx.peer.ip())
+        && ctx
+            .headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+}
+
+/// A `Set-Cookie` value: never readable by scripts, never sent from another site.
+pub fn set_cookie(ctx: &Ctx, name: &str, value: &str, max_age_s: u64) -> Option<HeaderValue> {
+    let secure = if behind_tls(ctx) { "; Secure" } else { "" };
+    let line =
+        format!("{name}={value}; Path=/; Max-Age={max_age_s}; HttpOnly; SameSite=Strict{secure}");
+    HeaderValue::from_str(&line).ok()
+}
+
+/// The lifetime of the session cookie, in seconds.
+pub const COOKIE_MAX_AGE_S: u64 = MAX_AGE_MS / 1000;

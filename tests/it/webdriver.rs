@@ -1,0 +1,208 @@
+//! A small blocking WebDriver client for Debian's `chromedriver` driving headless `chromium`
+//! (installed by `.ci/run`): just the commands the dashboard tests use.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The W3C key codes of the keys the tests press.
+pub const TAB: &str = "\u{E004}";
+pub const ENTER: &str = "\u{E007}";
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+pub struct Browser {
+    driver: Child,
+    addr: SocketAddr,
+    session: String,
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+impl Browser {
+    /// Starts chromedriver on a free port and opens a headless Chromium session that records the
+    /// browser console.
+    pub fn start() -> Browser {
+        for tool in ["chromium", "chromedriver"] {
+            let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output();
+            assert!(
+                found.is_ok_and(|o| o.status.success()),
+                "{tool} is missing: .ci/run installs it (apt-get install -y chromium chromium-driver)"
+            );
+        }
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn chromedriver");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let mut browser = Browser { driver, addr, session: String::new() };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while browser.call("GET", "/status", None).get("ready") != Some(&Value::Bool(true)) {
+            assert!(Instant::now() < deadline, "chromedriver did not become ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                         "--disable-gpu", "--no-first-run", "--window-size=1280,1000"]
+            },
+            "goog:loggingPrefs": {"browser": "ALL"}
+        }}});
+        let created = browser.call("POST", "/session", Some(caps));
+        browser.session =
+            created["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {created}")).into();
+        browser
+    }
+
+    /// One WebDriver command; answers its `value`.
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let Ok(mut stream) = TcpStream::connect(self.addr) else {
+            return Value::Null;
+        };
+        stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: \
+             application/json\r\nContent-Length: {}\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).expect("write");
+        stream.write_all(body.as_bytes()).expect("write");
+        // chromedriver keeps connections open whatever the request says: read what
+        // Content-Length announces instead of waiting for the end of the stream.
+        let raw = read_response(&mut stream);
+        let resp = crate::client::parse_response(&raw);
+        let value: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
+        value["value"].clone()
+    }
+
+    fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let value = self.call(method, &format!("/session/{}{path}", self.session), body);
+        assert!(value.get("error").is_none(), "{method} {path}: {value}");
+        value
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.cmd("POST", "/url", Some(json!({ "url": url })));
+    }
+
+    pub fn url(&self) -> String {
+        self.cmd("GET", "/url", None).as_str().unwrap_or_default().to_owned()
+    }
+
+    pub fn title(&self) -> String {
+        self.cmd("GET", "/title", None).as_str().unwrap_or_default().to_owned()
+    }
+
+    pub fn source(&self) -> String {
+        self.cmd("GET", "/source", None).as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Waits (up to 20 s) until `done` holds: a click returns before the page it leads to
+    /// has loaded.
+    #[track_caller]
+    pub fn wait_until(&self, what: &str, done: impl Fn(&Browser) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; at {}", self.url());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The element a CSS selector finds first.
+    pub fn find(&self, css: &str) -> String {
+        let found =
+            self.cmd("POST", "/element", Some(json!({"using": "css selector", "value": css})));
+        found[ELEMENT].as_str().unwrap_or_else(|| panic!("no element {css}: {found}")).to_owned()
+    }
+
+    pub fn click(&self, element: &str) {
+        self.cmd("POST", &format!("/element/{element}/click"), Some(json!({})));
+    }
+
+    pub fn type_into(&self, element: &str, text: &str) {
+        self.cmd("POST", &format!("/element/{element}/value"), Some(json!({ "text": text })));
+    }
+
+    pub fn attribute(&self, element: &str, name: &str) -> Option<String> {
+        self.cmd("GET", &format!("/element/{element}/attribute/{name}"), None)
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    pub fn text(&self, element: &str) -> String {
+        self.cmd("GET", &format!("/element/{element}/text"), None).as_str().unwrap_or("").into()
+    }
+
+    /// The focused element.
+    pub fn active(&self) -> String {
+        let found = self.cmd("GET", "/element/active", None);
+        found[ELEMENT].as_str().unwrap_or_else(|| panic!("nothing focused: {found}")).to_owned()
+    }
+
+    /// Presses keys on the keyboard (each down then up), wherever the focus is.
+    pub fn keys(&self, text: &str) {
+        let mut actions = Vec::new();
+        for c in text.chars() {
+            actions.push(json!({"type": "keyDown", "value": c.to_string()}));
+            actions.push(json!({"type": "keyUp", "value": c.to_string()}));
+        }
+        let body = json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]});
+        self.cmd("POST", "/actions", Some(body));
+    }
+
+    /// The console entries since the last call (chromedriver's log of the browser).
+    pub fn console(&self) -> Vec<Value> {
+        let logs = self.cmd("POST", "/se/log", Some(json!({ "type": "browser" })));
+        logs.as_array().cloned().unwrap_or_default()
+    }
+}
+
+/// One HTTP response: the head, then as many body bytes as its Content-Length says.
+fn read_response(stream: &mut TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let Ok(n) = stream.read(&mut buf) else { return raw };
+        if n == 0 {
+            return raw;
+        }
+        raw.extend_from_slice(&buf[..n]);
+        let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+        let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        match length {
+            Some(len) if raw.len() >= end + 4 + len => return raw,
+            Some(_) => {}
+            None => {
+                let _ = stream.read_to_end(&mut raw);
+                return raw;
+            }
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = self.call("DELETE", &format!("/session/{}", self.session), None);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}

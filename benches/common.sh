@@ -25,11 +25,12 @@ start_sink() {
   PIDS="$PIDS $!"
 }
 
-# A release build and a throwaway data directory ($DATA) with domain bench.example and an API
-# key ($KEY); on exit every process in $PIDS is stopped and $DATA removed. $1 names the bench.
+# A release build (or the binary $BENCH_BIN, say an older build for a before/after figure) and a
+# throwaway data directory ($DATA) with domain bench.example and an API key ($KEY); on exit every
+# process in $PIDS is stopped and $DATA removed. $1 names the bench.
 bench_data() {
-  cargo build --release --quiet
-  BIN=target/release/edgemail
+  [ -n "${BENCH_BIN:-}" ] || cargo build --release --quiet
+  BIN=${BENCH_BIN:-target/release/edgemail}
   DATA=$(mktemp -d "/tmp/edgemail-$1.XXXXXX")
   PIDS=""
   trap 'kill $PIDS 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DATA"' EXIT

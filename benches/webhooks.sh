@@ -26,14 +26,19 @@ start_sink $SINK_PORT
 # The receiver: answers 204 at once, counts posts, and on GET /stats reports
 # {count, first, last (ms), checked, bad}. The dead one reads requests and never answers.
 cat > "$DATA/receiver.py" <<'PY'
-import asyncio, base64, hashlib, hmac, json, sys, time
+import asyncio, base64, hashlib, hmac, json, multiprocessing as mp, os, signal, socket, sys, time
 port, mode, secret_file = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-stats = {"count": 0, "first": 0, "last": 0, "checked": 0, "bad": 0}
+# $RECEIVER_WORKERS processes share the port (SO_REUSEPORT) and these counters, so one
+# Python process is not what limits the figure: count, first, last (ms), checked, bad.
+shared = mp.Array("q", 5)
 def key():
     try:
         return [base64.b64decode(s.strip()[6:]) for s in open(secret_file) if s.strip()]
     except OSError:
         return []
+def stats():
+    with shared.get_lock():
+        return dict(zip(["count", "first", "last", "checked", "bad"], shared[:]))
 async def handle(reader, writer):
     try:
         while True:
@@ -45,34 +50,48 @@ async def handle(reader, writer):
                 await asyncio.sleep(3600)
                 return
             if lines[0].startswith("GET /stats"):
-                out = json.dumps(stats).encode()
+                out = json.dumps(stats()).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(out), out))
                 await writer.drain()
                 continue
             now = int(time.time() * 1000)
-            stats["count"] += 1
-            stats["first"] = stats["first"] or now
-            stats["last"] = now
-            if stats["count"] % 100 == 1:
+            with shared.get_lock():
+                shared[0] += 1
+                n = shared[0]
+                shared[1] = shared[1] or now
+                shared[2] = max(shared[2], now)
+            if n % 100 == 1:
                 signed = ("%s.%s." % (headers["webhook-id"], headers["webhook-timestamp"])).encode() + body
                 sigs = [s[3:] for s in headers["webhook-signature"].split(" ") if s.startswith("v1,")]
                 ok = any(hmac.compare_digest(base64.b64encode(hmac.new(k, signed, hashlib.sha256).digest()).decode(), s)
                          for k in key() for s in sigs)
-                stats["checked"] += 1
-                stats["bad"] += 0 if ok else 1
+                with shared.get_lock():
+                    shared[3] += 1
+                    shared[4] += 0 if ok else 1
             writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
         pass
     finally:
         writer.close()
-async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
-    async with server:
-        await server.serve_forever()
-asyncio.run(main())
+def serve():
+    async def main():
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(("127.0.0.1", port))
+        server = await asyncio.start_server(handle, sock=sock, backlog=1024)
+        async with server:
+            await server.serve_forever()
+    asyncio.run(main())
+# Stopped with the bench (SIGTERM): the workers go with this process.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+workers = [mp.Process(target=serve, daemon=True) for _ in range(int(os.environ.get("RECEIVER_WORKERS", "2")))]
+for w in workers:
+    w.start()
+for w in workers:
+    w.join()
 PY
-python3 "$DATA/receiver.py" $RECEIVER_PORT live "$DATA/secrets" & PIDS="$PIDS $!"
-python3 "$DATA/receiver.py" $DEAD_PORT dead /dev/null & PIDS="$PIDS $!"
+python3 "$DATA/receiver.py" $RECEIVER_PORT live "$DATA/secrets" 2>/dev/null & PIDS="$PIDS $!"
+RECEIVER_WORKERS=1 python3 "$DATA/receiver.py" $DEAD_PORT dead /dev/null 2>/dev/null & PIDS="$PIDS $!"
 
 EDGEMAIL_API_RATE_PER_SECOND=10000000 EDGEMAIL_API_BURST=10000000 \
 EDGEMAIL_DELIVERY_PORT=$SINK_PORT EDGEMAIL_LOG_LEVEL=warn EDGEMAIL_WEBHOOKS_ALLOW_PRIVATE=true \

@@ -174,15 +174,18 @@ impl Wtx<'_> {
     /// meanwhile) is dropped.
     pub fn finish_webhook_attempts(&mut self, outcomes: &[AttemptOutcome]) -> Result<()> {
         let now = crate::ids::now_ms();
+        // Each table is opened once for the whole batch: a batch holds thousands of outcomes.
+        let mut due = self.tx.open_table(WEBHOOK_DUE)?;
+        let mut deliveries = self.tx.open_table(WEBHOOK_DELIVERIES)?;
+        let mut refs = self.tx.open_table(WEBHOOK_EVENT_REFS)?;
+        let mut events = self.tx.open_table(WEBHOOK_EVENTS)?;
         for o in outcomes {
-            if self.tx.open_table(WEBHOOK_DUE)?.remove((o.due, o.id.as_str()))?.is_none() {
+            if due.remove((o.due, o.id.as_str()))?.is_none() {
                 continue;
             }
-            let Some(mut d) =
-                get_json::<_, WebhookDelivery>(self, WEBHOOK_DELIVERIES, o.id.as_str())?
-            else {
-                continue;
-            };
+            let Some(stored) = deliveries.get(o.id.as_str())? else { continue };
+            let mut d: WebhookDelivery = decode(stored.value())?;
+            drop(stored);
             d.attempts += 1;
             d.last_status_code = o.status_code;
             d.last_error.clone_from(&o.error);
@@ -194,15 +197,12 @@ impl Wtx<'_> {
             };
             match d.next_attempt_at {
                 Some(at) => {
-                    let key = (at.max(now), d.id.as_str());
-                    self.tx.open_table(WEBHOOK_DUE)?.insert(key, d.webhook_id.as_str())?;
+                    due.insert((at.max(now), d.id.as_str()), d.webhook_id.as_str())?;
                     d.next_attempt_at = Some(at.max(now));
                 }
-                None => self.release_event(&d.event_id, &d.id)?,
+                None => release(&mut refs, &mut events, &d.event_id, &d.id)?,
             }
-            self.tx
-                .open_table(WEBHOOK_DELIVERIES)?
-                .insert(d.id.as_str(), encode(&d)?.as_slice())?;
+            deliveries.insert(d.id.as_str(), encode(&d)?.as_slice())?;
         }
         Ok(())
     }
@@ -246,12 +246,8 @@ impl Wtx<'_> {
     /// Drops a delivery's hold on its event; the body goes with the last one.
     fn release_event(&mut self, event_id: &str, delivery_id: &str) -> Result<()> {
         let mut refs = self.tx.open_table(WEBHOOK_EVENT_REFS)?;
-        refs.remove((event_id, delivery_id))?;
-        let others = refs.range((event_id, "")..)?.next().transpose()?;
-        if others.is_none_or(|(k, _)| k.value().0 != event_id) {
-            self.tx.open_table(WEBHOOK_EVENTS)?.remove(event_id)?;
-        }
-        Ok(())
+        let mut events = self.tx.open_table(WEBHOOK_EVENTS)?;
+        release(&mut refs, &mut events, event_id, delivery_id)
     }
 
     /// Removes an endpoint's deliveries, pending or done (the endpoint is being deleted).
@@ -355,6 +351,21 @@ impl Rtx {
         }
         Ok(out)
     }
+}
+
+/// Drops the delivery's claim on its event; the event's body goes with the last claim.
+fn release(
+    refs: &mut redb::Table<(&str, &str), ()>,
+    events: &mut redb::Table<&str, &[u8]>,
+    event_id: &str,
+    delivery_id: &str,
+) -> Result<()> {
+    refs.remove((event_id, delivery_id))?;
+    let others = refs.range((event_id, "")..)?.next().transpose()?;
+    if others.is_none_or(|(k, _)| k.value().0 != event_id) {
+        events.remove(event_id)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -132,6 +132,11 @@ async fn scan(
     outcomes: &mpsc::UnboundedSender<AttemptOutcome>,
 ) -> (Option<u64>, bool) {
     let now = now_ms();
+    if engine.slots.available_permits() == 0 {
+        // Every slot is taken: reading the outbox again would find nothing to start. A commit
+        // frees slots and wakes the loop; this counts as busy so that the pause stays short.
+        return (None, true);
+    }
     let look = locked(&engine.in_flight).len() + LOOK_AHEAD;
     let (due, mut next) = match engine.deps.store.read(move |r| r.due_webhooks(now, look)).await {
         Ok(found) => found,
@@ -184,12 +189,13 @@ async fn scan(
 
 async fn attempt(
     engine: Arc<Engine>,
-    job: DueDelivery,
+    mut job: DueDelivery,
     _held: (OwnedSemaphorePermit, OwnedSemaphorePermit),
     outcomes: mpsc::UnboundedSender<AttemptOutcome>,
 ) {
     let answer = if job.enabled {
-        post(&engine.client, &job).await
+        let body = Bytes::from(std::mem::take(&mut job.body));
+        post(&engine.client, &job, body).await
     } else {
         Err("the endpoint is disabled".into())
     };
@@ -232,17 +238,17 @@ async fn attempt(
     let _ = outcomes.send(outcome);
 }
 
-async fn post(client: &Client, job: &DueDelivery) -> client::Answer {
+async fn post(client: &Client, job: &DueDelivery, body: Bytes) -> client::Answer {
     let target = target::parse(&job.url)?;
     let timestamp = now_ms() / 1000;
-    let signature = sign::signature(&job.secret, &job.delivery.event_id, timestamp, &job.body)
+    let signature = sign::signature(&job.secret, &job.delivery.event_id, timestamp, &body)
         .ok_or("the endpoint's secret is not valid base64")?;
     let headers = [
         ("webhook-id", job.delivery.event_id.clone()),
         ("webhook-timestamp", timestamp.to_string()),
         ("webhook-signature", signature),
     ];
-    client.post(&target, &headers, Bytes::from(job.body.clone()), TIMEOUT).await
+    client.post(&target, &headers, body, TIMEOUT).await
 }
 
 /// When a delivery that failed its `attempts`-th attempt is tried again: `retry_initial`,

@@ -18,6 +18,7 @@ mod backup;
 mod bounces;
 mod cli;
 mod contacts;
+mod dist;
 mod downloads;
 mod durability;
 mod emails;

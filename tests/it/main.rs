@@ -33,6 +33,7 @@ mod mail_world;
 mod mailboxes;
 mod metrics;
 mod paging;
+mod readme;
 mod security;
 mod security_smtp;
 mod send;

@@ -318,11 +318,30 @@ fn link_reply(
             break;
         }
     }
+    if reply_of.is_none() {
+        // No threading headers (or unknown ones): a message from a contact to the mailbox a
+        // sequence wrote to them from answers that sequence all the same.
+        let sender = bare_address(&template.summary.from);
+        for (_, mailbox) in copies {
+            if let Some(sent) = w.sequence_mail_to(mailbox, sender)? {
+                reply_of = Some(sent);
+                break;
+            }
+        }
+    }
     if let Some(original) = &reply_of {
         template.in_reply_to_id = Some(original.clone());
         w.record_reply(original)?;
     }
     Ok(w.store_copies(template, copies, raw)?)
+}
+
+/// `addr` of `"Name" <addr>`, or the whole text when it has no angle brackets.
+fn bare_address(from: &str) -> &str {
+    match (from.rfind('<'), from.rfind('>')) {
+        (Some(open), Some(close)) if open < close => &from[open + 1..close],
+        _ => from.trim(),
+    }
 }
 
 /// What a received message reports about mail we sent, already screened for trust.

@@ -153,6 +153,7 @@ fn advance(
                 }
                 e.last_email = Some(email.summary.id.clone());
                 w.enqueue(&email, now)?;
+                w.note_sequence_mail(&email.summary.mailbox, &e.email, &email.summary.id)?;
                 sequence.counters.sent += 1;
                 sent += 1;
             }

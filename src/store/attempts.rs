@@ -86,6 +86,7 @@ impl Wtx<'_> {
         let mut events = Vec::new();
         let mut today = DayCounts::default();
         let mut reported = Vec::new();
+        let mut gave_up = false;
         for (recipient, outcome) in outcomes {
             let Some(d) = email
                 .deliveries
@@ -113,8 +114,13 @@ impl Wtx<'_> {
                     events.push(Event::Bounced);
                 }
                 Outcome::Delivered(_) => events.push(Event::Delivered),
-                _ => {}
+                Outcome::Failed(_) => gave_up = true,
+                Outcome::Deferred(_) => {}
             }
+        }
+        if gave_up {
+            // A contact we could not reach at all gets no more steps either.
+            self.end_enrollment_of(&email, EnrollmentStatus::Bounced, now)?;
         }
         for event in events {
             self.count(&email, event)?;

@@ -114,6 +114,7 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(MAILBOX_DAY_SENDS)?;
     tx.open_table(MAILBOX_NEXT_SLOT)?;
     tx.open_table(PACED)?;
+    tx.open_table(SEQUENCE_MAIL)?;
     Ok(())
 }
 

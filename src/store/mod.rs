@@ -22,6 +22,7 @@
 //! - `attempts`     committing a delivery attempt's outcome
 //! - `batches`      campaign batches, and counting a sent message's events for batch or sequence
 //! - `sequences`    sequences and enrollments
+//! - `sequence_mail` the latest sequence message a mailbox sent a contact, for bare replies
 //! - `outbox`       events out: recording them for webhooks, their deliveries and attempts
 //! - `webhooks`     webhook endpoints of a domain
 //! - `events`       event types and the `data` each carries
@@ -64,6 +65,7 @@ mod raw;
 mod removal;
 mod reports;
 mod secrets;
+mod sequence_mail;
 mod sequences;
 mod stats;
 mod status;

@@ -121,3 +121,7 @@ pub const MAILBOX_DAY_SENDS: TableDefinition<(&str, u32), u32> =
 pub const MAILBOX_NEXT_SLOT: TableDefinition<&str, u64> = TableDefinition::new("mailbox_next_slot");
 /// email id -> the slot a paced message waits for: when it comes due it is sent, already counted.
 pub const PACED: TableDefinition<&str, u64> = TableDefinition::new("paced");
+/// (mailbox address, contact address), both lower-cased -> the latest sequence message the
+/// mailbox sent the contact: matches a reply that carries no threading headers.
+pub const SEQUENCE_MAIL: TableDefinition<(&str, &str), &str> =
+    TableDefinition::new("sequence_mail");

@@ -43,6 +43,7 @@ mod security_smtp;
 mod send;
 mod send_fields;
 mod sender_groups;
+mod sequence_delivery;
 mod sequences;
 mod storage_faults;
 mod submission;

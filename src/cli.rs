@@ -80,6 +80,12 @@ pub struct ServeArgs {
     /// SMTP submission listen address for mail clients, over implicit TLS (RFC 8314).
     #[arg(long, value_name = "ADDR")]
     pub submissions: Option<SocketAddr>,
+    /// IMAP listen address for mail clients, with STARTTLS.
+    #[arg(long, value_name = "ADDR")]
+    pub imap: Option<SocketAddr>,
+    /// IMAP listen address for mail clients, over implicit TLS.
+    #[arg(long, value_name = "ADDR")]
+    pub imaps: Option<SocketAddr>,
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
@@ -158,6 +164,12 @@ impl ServeArgs {
         }
         if let Some(addr) = self.submissions {
             out.push(("submission.tls_listen", addr.to_string()));
+        }
+        if let Some(addr) = self.imap {
+            out.push(("imap.listen", addr.to_string()));
+        }
+        if let Some(addr) = self.imaps {
+            out.push(("imap.tls_listen", addr.to_string()));
         }
         if let Some(url) = &self.public_url {
             out.push(("http.public_url", url.clone()));

@@ -12,6 +12,7 @@
 //!
 //! Protocols:
 //! - `submission` the mail system behind SMTP submission: logins, the bound sender, queueing
+//! - `imap`      IMAP listeners and sessions for mail clients, over the same store as the API
 //! - `smtp`      SMTP listeners and the one session: the MX of hosted domains, and submission
 //! - `api`       one module per REST resource, and the route table
 //! - `http`      accept loop, router, inputs, replies, the one error mapping
@@ -70,6 +71,7 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod ids;
+pub(crate) mod imap;
 pub mod inbound;
 pub(crate) mod listener;
 pub mod logging;

@@ -111,6 +111,9 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(SENT_PARTS_REFS)?;
     tx.open_table(IDEMPOTENCY)?;
     tx.open_table(IDEMPOTENCY_BY_TIME)?;
+    tx.open_table(IMAP_FOLDERS)?;
+    tx.open_table(IMAP_UIDS)?;
+    tx.open_table(IMAP_MESSAGES)?;
     Ok(())
 }
 

@@ -113,3 +113,10 @@ pub const IDEMPOTENCY: TableDefinition<(&str, &str), &[u8]> = TableDefinition::n
 /// (created at, API key id, Idempotency-Key) -> (): the keys in age order, for expiry.
 pub const IDEMPOTENCY_BY_TIME: TableDefinition<(u64, &str, &str), ()> =
     TableDefinition::new("idempotency_by_time");
+/// (mailbox address, folder code) -> `ImapFolder`: a folder's UIDVALIDITY and next UID, made on
+/// first IMAP use.
+pub const IMAP_FOLDERS: TableDefinition<(&str, u8), &[u8]> = TableDefinition::new("imap_folders");
+/// (mailbox address, folder code, UID) -> email id: a folder's messages in UID order.
+pub const IMAP_UIDS: TableDefinition<(&str, u8, u32), &str> = TableDefinition::new("imap_uids");
+/// email id -> `ImapMeta`: the message's UID in its folder and its IMAP flags.
+pub const IMAP_MESSAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("imap_messages");

@@ -23,6 +23,7 @@ mod emails;
 mod errors;
 mod health;
 mod idempotency;
+mod imap;
 mod inbound;
 mod layering;
 mod logs;

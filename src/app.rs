@@ -147,6 +147,31 @@ fn serve_submission(
         .collect()
 }
 
+/// Starts the IMAP listeners that are configured: `[STARTTLS, implicit TLS]`.
+fn serve_imap(
+    app: &App,
+    logins: Arc<crate::credentials::Logins>,
+    listeners: [Option<TcpListener>; 2],
+    tls: &Option<tokio_rustls::TlsAcceptor>,
+    shutdown: &Shutdown,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let deps = Arc::new(crate::imap::Deps {
+        store: app.store.clone(),
+        logins,
+        config: app.config.imap.clone(),
+    });
+    let [plain, implicit] = listeners;
+    [(plain, false), (implicit, true)]
+        .into_iter()
+        .filter_map(|(listener, implicit)| Some((listener?, implicit)))
+        .map(|(listener, implicit)| {
+            let serve =
+                crate::imap::serve(listener, implicit, deps.clone(), tls.clone(), shutdown.clone());
+            tokio::spawn(serve)
+        })
+        .collect()
+}
+
 /// Bound sockets, so callers (and tests) choose addresses, including port 0.
 pub struct Listeners {
     pub http: TcpListener,
@@ -155,6 +180,10 @@ pub struct Listeners {
     pub submission: Option<TcpListener>,
     /// Submission over implicit TLS, when configured.
     pub submissions: Option<TcpListener>,
+    /// IMAP with STARTTLS, when configured.
+    pub imap: Option<TcpListener>,
+    /// IMAP over implicit TLS, when configured.
+    pub imaps: Option<TcpListener>,
     pub admin: UnixListener,
 }
 
@@ -163,9 +192,13 @@ impl Listeners {
     /// runs (scripts and tests read it, so port 0 can be used).
     pub fn describe(&self) -> std::io::Result<String> {
         let mut out = format!("http={} smtp={}", self.http.local_addr()?, self.smtp.local_addr()?);
-        for (name, listener) in
-            [("submission", &self.submission), ("submissions", &self.submissions)]
-        {
+        let optional = [
+            ("submission", &self.submission),
+            ("submissions", &self.submissions),
+            ("imap", &self.imap),
+            ("imaps", &self.imaps),
+        ];
+        for (name, listener) in optional {
             if let Some(l) = listener {
                 out.push_str(&format!(" {name}={}", l.local_addr()?));
             }
@@ -193,6 +226,14 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         Some(addr) => Some(bind_tcp(addr).await?),
         None => None,
     };
+    let imap = match config.imap.listen {
+        Some(addr) => Some(bind_tcp(addr).await?),
+        None => None,
+    };
+    let imaps = match config.imap.tls_listen {
+        Some(addr) => Some(bind_tcp(addr).await?),
+        None => None,
+    };
     let path = crate::admin::socket_path(&config.data_dir);
     let _ = std::fs::remove_file(&path);
     let admin = UnixListener::bind(&path).map_err(|e| {
@@ -202,7 +243,7 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     }
-    Ok(Listeners { http, smtp, submission, submissions, admin })
+    Ok(Listeners { http, smtp, submission, submissions, imap, imaps, admin })
 }
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
@@ -256,11 +297,12 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
         (listeners.submission, Endpoint::SUBMISSION),
         (listeners.submissions, Endpoint::SUBMISSIONS),
     ];
+    let imap = serve_imap(&app, logins.clone(), [listeners.imap, listeners.imaps], &tls, &shutdown);
     let submission = serve_submission(&app, logins, submitted, tls, &shutdown);
     crate::http::server::serve(listeners.http, app.clone(), router, shutdown).await;
     let _ = admin.await;
     let _ = smtp.await;
-    for listener in submission {
+    for listener in submission.into_iter().chain(imap) {
         let _ = listener.await;
     }
     // Attempts in flight commit their outcomes before the store closes.

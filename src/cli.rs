@@ -80,6 +80,12 @@ pub struct ServeArgs {
     /// SMTP submission listen address for mail clients, over implicit TLS (RFC 8314).
     #[arg(long, value_name = "ADDR")]
     pub submissions: Option<String>,
+    /// IMAP listen address for mail clients, with STARTTLS.
+    #[arg(long, value_name = "ADDR")]
+    pub imap: Option<String>,
+    /// IMAP listen address for mail clients, over implicit TLS.
+    #[arg(long, value_name = "ADDR")]
+    pub imaps: Option<String>,
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
@@ -154,6 +160,8 @@ impl ServeArgs {
             ("smtp.listen", &self.smtp),
             ("submission.listen", &self.submission),
             ("submission.tls_listen", &self.submissions),
+            ("imap.listen", &self.imap),
+            ("imap.tls_listen", &self.imaps),
         ];
         for (key, value) in addresses {
             if let Some(addr) = value {

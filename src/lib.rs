@@ -13,6 +13,7 @@
 //! Protocols:
 //! - `ui`        the web dashboard: sessions, CSRF, server-rendered pages over the API handlers
 //! - `submission` the mail system behind SMTP submission: logins, the bound sender, queueing
+//! - `imap`      IMAP listeners and sessions for mail clients, over the same store as the API
 //! - `smtp`      SMTP listeners and the one session: the MX of hosted domains, and submission
 //! - `api`       one module per REST resource, and the route table
 //! - `http`      accept loop, router, inputs, replies, the one error mapping
@@ -71,6 +72,7 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod ids;
+pub(crate) mod imap;
 pub mod inbound;
 pub(crate) mod listener;
 pub mod logging;

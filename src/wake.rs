@@ -19,3 +19,19 @@ impl Wake {
         self.0.notified().await;
     }
 }
+
+/// A wake-up for every waiter at once (sessions watching the same store), rather than one engine.
+/// A wake-up while nobody waits is lost: waiters look at the state again on a timer as well.
+#[derive(Clone, Default)]
+pub struct Broadcast(Arc<Notify>);
+
+impl Broadcast {
+    pub fn wake_all(&self) {
+        self.0.notify_waiters();
+    }
+
+    /// Resolves at the next `wake_all`.
+    pub async fn notified(&self) {
+        self.0.notified().await;
+    }
+}

@@ -61,10 +61,11 @@ pub async fn get(ctx: Ctx) -> Result<Reply> {
                 return Ok(None);
             };
             let tracking = r.tracking(&id)?;
-            Ok(Some((email, tracking)))
+            let flags = r.imap_flags(&id)?;
+            Ok(Some((email, tracking, flags)))
         })
         .await?;
-    let (email, tracking) = found.ok_or_else(|| Error::not_found("email"))?;
+    let (email, tracking, flags) = found.ok_or_else(|| Error::not_found("email"))?;
     let mut value = serde_json::to_value(&email).map_err(Error::internal)?;
     // Campaign and sequence messages report their engagement; other mail has none to report.
     let tracking = match (email.send_type, tracking) {
@@ -75,6 +76,8 @@ pub async fn get(ctx: Ctx) -> Result<Reply> {
     };
     if let Some(map) = value.as_object_mut() {
         map.insert("tracking".into(), tracking);
+        // The IMAP flags (\Seen, \Flagged, ...), as mail clients set them.
+        map.insert("flags".into(), flags.into());
     }
     Reply::ok(&value)
 }

@@ -123,6 +123,18 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.submission.tls_listen = Some(parse_addr(v)?);
         Ok(())
     }),
+    ("imap.listen", |c, v| {
+        c.imap.listen = Some(parse_addr(v)?);
+        Ok(())
+    }),
+    ("imap.tls_listen", |c, v| {
+        c.imap.tls_listen = Some(parse_addr(v)?);
+        Ok(())
+    }),
+    ("imap.max_connections_per_ip", |c, v| {
+        c.imap.max_connections_per_ip = positive(v)?;
+        Ok(())
+    }),
     ("submission.failed_logins", |c, v| {
         c.submission.failed_logins = positive(v)?;
         Ok(())

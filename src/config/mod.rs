@@ -23,6 +23,7 @@ pub struct Config {
     pub http: Http,
     pub smtp: Smtp,
     pub submission: Submission,
+    pub imap: Imap,
     pub delivery: Delivery,
     pub tools: Tools,
     pub api: Api,
@@ -191,6 +192,23 @@ pub struct Submission {
     pub failed_logins: u32,
 }
 
+/// Mail clients reading mail (IMAP4rev2 and rev1): the listeners and the session limits. Logins
+/// are the submission's (app passwords, `submission.failed_logins`); the certificate is the SMTP
+/// listener's.
+#[derive(Debug, Clone)]
+pub struct Imap {
+    /// IMAP with STARTTLS (port 143 in production); off when absent.
+    pub listen: Option<SocketAddr>,
+    /// IMAP over implicit TLS (port 993 in production); off when absent.
+    pub tls_listen: Option<SocketAddr>,
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    /// How long a logged-in client may stay silent, IDLE included (RFC 9051: at least 30 min).
+    pub idle_timeout: Duration,
+    /// How long a client that has not logged in may stay silent.
+    pub login_timeout: Duration,
+}
+
 #[derive(Debug, Clone)]
 pub struct Log {
     /// A `tracing` filter such as `info` or `edgemail=debug,warn`.
@@ -239,6 +257,14 @@ impl Default for Config {
                 tls_key: None,
             },
             submission: Submission { listen: None, tls_listen: None, failed_logins: 10 },
+            imap: Imap {
+                listen: None,
+                tls_listen: None,
+                max_connections: 1000,
+                max_connections_per_ip: 20,
+                idle_timeout: Duration::from_secs(31 * 60),
+                login_timeout: Duration::from_secs(60),
+            },
             delivery: Delivery {
                 relay: None,
                 relay_username: None,

@@ -9,6 +9,7 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
+use super::imap::Place;
 use super::status::{DeliveryStatus, MessageStatus, SendType};
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json};
@@ -59,6 +60,22 @@ impl Folder {
 
     pub(super) fn code(self) -> u8 {
         self as u8
+    }
+
+    /// The folders IMAP shows (the outbox is mail on its way; warmup mail is never shown).
+    pub const IMAP: [Folder; 4] = [Folder::Inbox, Folder::Sent, Folder::Drafts, Folder::Trash];
+
+    pub fn imap(self) -> bool {
+        Folder::IMAP.contains(&self)
+    }
+
+    /// The IMAP flags of a message that arrives in this folder.
+    pub fn initial_flags(self) -> &'static [&'static str] {
+        match self {
+            Folder::Inbox | Folder::Trash => &[],
+            Folder::Drafts => &["\\Draft"],
+            _ => &["\\Seen"],
+        }
     }
 }
 
@@ -220,6 +237,17 @@ fn stored(tx: &impl Tables, id: &str) -> Result<Option<Email>> {
     get_json(tx, EMAILS, id)
 }
 
+/// Where a message is, for the IMAP bookkeeping.
+fn place(s: &Summary) -> Place<'_> {
+    Place {
+        mailbox: &s.mailbox,
+        folder: s.folder.imap().then_some(s.folder.code()),
+        id: &s.id,
+        at: s.created_at,
+        initial: s.folder.initial_flags(),
+    }
+}
+
 fn index_key(s: &Summary) -> (&str, u8, u64, &str) {
     (s.mailbox.as_str(), s.folder.code(), s.created_at, s.id.as_str())
 }
@@ -235,7 +263,7 @@ impl Wtx<'_> {
         emails.insert(email.summary.id.as_str(), encode(email)?.as_slice())?;
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
-        Ok(())
+        self.imap_added(&place(&email.summary))
     }
 
     /// Moves the email to trash, or removes it when it is already there. Emails of mailboxes
@@ -259,11 +287,14 @@ impl Wtx<'_> {
             emails.remove(id)?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
+            self.imap_removed(&place(&email.summary), false)?;
             return Ok(Deleted::Removed);
         }
+        let before = email.summary.clone();
         email.summary.folder = Folder::Trash;
         emails.insert(id, encode(&email)?.as_slice())?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
+        self.imap_moved(&place(&before), &place(&email.summary))?;
         Ok(Deleted::MovedToTrash)
     }
 
@@ -273,7 +304,7 @@ impl Wtx<'_> {
         index.remove(index_key(before))?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         self.tx.open_table(EMAILS)?.insert(email.summary.id.as_str(), encode(email)?.as_slice())?;
-        Ok(())
+        self.imap_moved(&place(before), &place(&email.summary))
     }
 
     /// The email as stored, without the bodies a large received copy keeps only in its raw
@@ -310,7 +341,9 @@ impl Wtx<'_> {
             if let Some(Ok(Email { next_attempt_at: Some(due), .. })) = removed {
                 queue.remove((due, id.as_str()))?;
             }
+            self.imap_forget_message(id)?;
         }
+        self.imap_forget(mailbox)?;
         Ok(ids.len())
     }
 }

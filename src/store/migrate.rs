@@ -115,6 +115,9 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(MAILBOX_NEXT_SLOT)?;
     tx.open_table(PACED)?;
     tx.open_table(SEQUENCE_MAIL)?;
+    tx.open_table(IMAP_FOLDERS)?;
+    tx.open_table(IMAP_UIDS)?;
+    tx.open_table(IMAP_MESSAGES)?;
     Ok(())
 }
 

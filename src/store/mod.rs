@@ -9,6 +9,7 @@
 //! - `backup`       consistent copies between commits, restores, integrity checks
 //! - `migrate`      the schema version stamp and the upgrade steps
 //! - `removal`      what goes with a domain or a mailbox
+//! - `imap_ops`     what IMAP sessions read and change: folders in UID order, APPEND, MOVE, EXPUNGE
 //! - `warmup`       warmup enrollments, and pruning warmup mail
 //! - `groups`       sender groups
 //! - `contacts`     the contact book
@@ -32,6 +33,7 @@
 //! - `secrets`      secrets made on first start
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
+//! - `imap`         IMAP bookkeeping: UIDVALIDITY, UIDs and flags, kept by the folder index's hooks
 //! - `parts`        attachments of mail we send, stored once per send request
 //! - `raw`          raw messages, stored once for all their copies
 //! - `domains`      hosted domains and their DKIM keys
@@ -52,6 +54,8 @@ mod events;
 mod file;
 mod groups;
 mod idempotency;
+mod imap;
+mod imap_ops;
 mod inbound;
 mod keys;
 mod mailboxes;
@@ -95,6 +99,7 @@ pub use error::{Error, JobError, Result};
 pub use events::EventType;
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
+pub use imap::{ImapEntry, ImapFolder, ImapMeta};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::{Mailbox, MailboxPatch};
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};
@@ -121,6 +126,8 @@ pub struct Store {
     path: PathBuf,
     /// Woken after a write that recorded a webhook event has committed.
     events: crate::wake::Wake,
+    /// Woken after a write that changed a folder IMAP shows has committed.
+    mail: crate::wake::Broadcast,
 }
 
 /// How the data file is opened.
@@ -141,6 +148,8 @@ pub struct Wtx<'a> {
     tx: &'a WriteTransaction,
     /// Whether this write recorded a webhook event: the dispatcher is woken once it commits.
     emitted: bool,
+    /// Whether this write changed what IMAP sessions show: they are woken once it commits.
+    imap_changed: bool,
 }
 
 /// A consistent snapshot for reading.
@@ -169,7 +178,13 @@ impl Store {
             file.reopen()?;
         }
         let writer = Arc::new(writer::Writer::start(file.clone(), migrate::upgrade)?);
-        Ok(Store { file, writer, path, events: crate::wake::Wake::default() })
+        Ok(Store {
+            file,
+            writer,
+            path,
+            events: crate::wake::Wake::default(),
+            mail: crate::wake::Broadcast::default(),
+        })
     }
 
     /// Whether writes are accepted now: false while the disk is full or failing (writes are
@@ -191,6 +206,11 @@ impl Store {
     /// The wake-up handle of whoever delivers webhook events (the dispatcher waits on it).
     pub(crate) fn events(&self) -> crate::wake::Wake {
         self.events.clone()
+    }
+
+    /// Woken whenever a folder IMAP shows changes (IDLE waits on it).
+    pub(crate) fn mail_changes(&self) -> crate::wake::Broadcast {
+        self.mail.clone()
     }
 
     /// Runs `work` in the next group commit; returns once the write is durable. `work` fails
@@ -228,25 +248,31 @@ impl Store {
         out
     }
 
-    fn after_commit(&self, emitted: &std::sync::atomic::AtomicBool) {
-        if emitted.load(std::sync::atomic::Ordering::Relaxed) {
+    fn after_commit(&self, flags: &std::sync::atomic::AtomicU8) {
+        let flags = flags.load(std::sync::atomic::Ordering::Relaxed);
+        if flags & EMITTED != 0 {
             self.events.wake();
+        }
+        if flags & IMAP_CHANGED != 0 {
+            self.mail.wake_all();
         }
     }
 
-    /// Queues `work`; the flag tells, once it has run, whether it recorded a webhook event.
-    fn submit<F, T, E>(&self, work: F) -> (Answer<T, E>, Arc<std::sync::atomic::AtomicBool>)
+    /// Queues `work`; the flags tell, once it has run, whether it recorded a webhook event
+    /// (`EMITTED`) and whether it changed a folder IMAP shows (`IMAP_CHANGED`).
+    fn submit<F, T, E>(&self, work: F) -> (Answer<T, E>, Arc<std::sync::atomic::AtomicU8>)
     where
         F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
-        let emitted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let emitted = Arc::new(std::sync::atomic::AtomicU8::new(0));
         let flag = emitted.clone();
         let answer = self.writer.submit(move |tx| {
-            let mut w = Wtx { tx, emitted: false };
+            let mut w = Wtx { tx, emitted: false, imap_changed: false };
             let out = work(&mut w);
-            flag.store(w.emitted, std::sync::atomic::Ordering::Relaxed);
+            let flags = (u8::from(w.emitted) * EMITTED) | (u8::from(w.imap_changed) * IMAP_CHANGED);
+            flag.store(flags, std::sync::atomic::Ordering::Relaxed);
             out
         });
         (answer, emitted)
@@ -279,6 +305,9 @@ impl Store {
         self.writer.close();
     }
 }
+
+const EMITTED: u8 = 1;
+const IMAP_CHANGED: u8 = 2;
 
 type Answer<T, E> = tokio::sync::oneshot::Receiver<Result<T, E>>;
 

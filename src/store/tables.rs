@@ -125,3 +125,10 @@ pub const PACED: TableDefinition<&str, u64> = TableDefinition::new("paced");
 /// mailbox sent the contact: matches a reply that carries no threading headers.
 pub const SEQUENCE_MAIL: TableDefinition<(&str, &str), &str> =
     TableDefinition::new("sequence_mail");
+/// (mailbox address, folder code) -> `ImapFolder`: a folder's UIDVALIDITY and next UID, made on
+/// first IMAP use.
+pub const IMAP_FOLDERS: TableDefinition<(&str, u8), &[u8]> = TableDefinition::new("imap_folders");
+/// (mailbox address, folder code, UID) -> email id: a folder's messages in UID order.
+pub const IMAP_UIDS: TableDefinition<(&str, u8, u32), &str> = TableDefinition::new("imap_uids");
+/// email id -> `ImapMeta`: the message's UID in its folder and its IMAP flags.
+pub const IMAP_MESSAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("imap_messages");

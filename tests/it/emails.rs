@@ -259,7 +259,7 @@ fn get_returns_the_full_email_with_attachments_and_deliveries() {
         ],
         "type": null, "batchId": null, "scheduledAt": null, "nextAttemptAt": null, "tracking": null,
         "inReplyToId": null, "sequenceId": null, "enrollmentId": null,
-        "bcc": [], "tags": [], "metadata": {}
+        "bcc": [], "tags": [], "metadata": {}, "flags": []
     });
     assert_eq!(got, want);
     let sent = a.get("/v1/emails?folder=sent").expect(200).json();

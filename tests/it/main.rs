@@ -27,6 +27,7 @@ mod emails;
 mod errors;
 mod health;
 mod idempotency;
+mod imap;
 mod inbound;
 mod layering;
 mod local_delivery;

@@ -1,0 +1,90 @@
+//! The commands of a logged-in session, each to its handler; what needs a selected folder is
+//! refused without one. Commands outside the contract get a BAD, never a half answer.
+
+use imap_types::command::CommandBody;
+use imap_types::core::Tag;
+use imap_types::response::Status;
+
+use super::conn::{Conn, ConnError};
+use super::reply::{bad, no, ok};
+use super::session::Session;
+
+impl Session {
+    pub(super) async fn authenticated(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        body: CommandBody<'static>,
+    ) -> Result<Status<'static>, ConnError> {
+        Ok(match body {
+            CommandBody::Select { mailbox, .. } => self.select(conn, tag, &mailbox, false).await,
+            CommandBody::Examine { mailbox, .. } => self.select(conn, tag, &mailbox, true).await,
+            CommandBody::List { reference, mailbox_wildcard }
+            | CommandBody::Lsub { reference, mailbox_wildcard } => {
+                self.list(conn, tag, &reference, &mailbox_wildcard)
+            }
+            CommandBody::Status { mailbox, item_names } => {
+                self.status_of(conn, tag, &mailbox, &item_names).await
+            }
+            CommandBody::Namespace => self.namespace(conn, tag),
+            CommandBody::Create { .. }
+            | CommandBody::Delete { .. }
+            | CommandBody::Rename { .. } => {
+                no(tag, "the folders are fixed: INBOX, Sent, Drafts, Trash")
+            }
+            CommandBody::Subscribe { .. } | CommandBody::Unsubscribe { .. } => {
+                ok(tag, "every folder is subscribed")
+            }
+            CommandBody::Append { mailbox, flags, date, message } => {
+                self.append(conn, tag, &mailbox, flags, date, message).await
+            }
+            body if self.view.is_none() => {
+                let _ = body;
+                bad(tag, "select a folder first")
+            }
+            body => self.selected(conn, tag, body).await?,
+        })
+    }
+
+    async fn selected(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        body: CommandBody<'static>,
+    ) -> Result<Status<'static>, ConnError> {
+        Ok(match body {
+            CommandBody::Unselect => {
+                self.view = None;
+                ok(tag, "UNSELECT completed")
+            }
+            CommandBody::Close => {
+                // CLOSE expunges silently (RFC 9051 6.4.1), unlike EXPUNGE.
+                if self.view.as_ref().is_some_and(|v| !v.read_only) {
+                    let _ = self.expunge_marked(None).await;
+                }
+                self.view = None;
+                ok(tag, "CLOSE completed")
+            }
+            CommandBody::Expunge => self.expunge(conn, tag, None).await,
+            CommandBody::ExpungeUid { sequence_set } => {
+                self.expunge(conn, tag, Some(&sequence_set)).await
+            }
+            CommandBody::Search { criteria, uid, .. } => {
+                self.search(conn, tag, criteria.as_ref(), uid).await?
+            }
+            CommandBody::Fetch { sequence_set, macro_or_item_names, uid, .. } => {
+                self.fetch(conn, tag, &sequence_set, macro_or_item_names, uid).await?
+            }
+            CommandBody::Store { sequence_set, kind, response, flags, uid, .. } => {
+                self.store_flags(conn, tag, &sequence_set, (kind, response), &flags, uid).await
+            }
+            CommandBody::Copy { sequence_set, mailbox, uid } => {
+                self.transfer(conn, tag, &sequence_set, &mailbox, uid, false).await
+            }
+            CommandBody::Move { sequence_set, mailbox, uid } => {
+                self.transfer(conn, tag, &sequence_set, &mailbox, uid, true).await
+            }
+            _ => bad(tag, "command not supported"),
+        })
+    }
+}

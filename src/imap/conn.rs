@@ -1,0 +1,213 @@
+//! The bytes of one connection around imap-next's server flow: input fed to the flow, the flow's
+//! output written out, over a plain or a TLS stream alike. Reads are the only await that may be
+//! cancelled (IDLE waits on mail at the same time), and a cancelled read loses nothing.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use imap_next::server::{Error as FlowError, Event, Options, Server};
+use imap_next::{Interrupt, Io, State};
+use imap_types::core::Tag;
+use imap_types::response::{Greeting, Status};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
+
+/// The largest command line and literal taken (an APPEND of a large message fits).
+pub const MAX_LITERAL: u32 = 40 * 1024 * 1024;
+const MAX_COMMAND: u32 = MAX_LITERAL + 64 * 1024;
+/// Malformed commands in a row before the connection is dropped.
+const MAX_BAD: u32 = 20;
+
+#[derive(Debug)]
+pub enum ConnError {
+    Closed,
+    TimedOut,
+    TooManyErrors,
+}
+
+impl From<std::io::Error> for ConnError {
+    fn from(_: std::io::Error) -> Self {
+        ConnError::Closed
+    }
+}
+
+/// A client's stream, before or after TLS.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+pub struct Conn {
+    pub io: Stream,
+    server: Server,
+    input: Vec<u8>,
+    /// Events the flow gave while only output was wanted (pipelined commands).
+    pending: VecDeque<Event>,
+    bad_in_a_row: u32,
+}
+
+fn options() -> Options {
+    let mut options = Options::default();
+    options.max_literal_size = MAX_LITERAL;
+    options.max_command_size = MAX_COMMAND;
+    // Clients that end lines with a bare LF are common enough to accept.
+    options.crlf_relaxed = true;
+    options
+}
+
+impl Conn {
+    /// A connection that starts by greeting the client.
+    pub fn new(io: Stream, greeting: Greeting<'static>) -> Self {
+        Conn {
+            io,
+            server: Server::new(options(), greeting),
+            input: vec![0; 16 * 1024],
+            pending: VecDeque::new(),
+            bad_in_a_row: 0,
+        }
+    }
+
+    /// A connection after STARTTLS: there is no second greeting, so the flow's is dropped.
+    pub fn resumed(io: Stream) -> Self {
+        let greeting = Greeting::ok(None, "resumed").unwrap_or_else(|_| unreachable!()); // ok: constant text
+        let mut conn = Conn::new(io, greeting);
+        while let Err(Interrupt::Io(Io::Output(_))) = conn.server.next() {}
+        conn
+    }
+
+    pub fn enqueue(&mut self, status: Status<'static>) {
+        self.server.enqueue_status(status);
+    }
+
+    pub fn enqueue_data(&mut self, data: imap_types::response::Data<'static>) {
+        self.server.enqueue_data(data);
+    }
+
+    pub fn flow(&mut self) -> &mut Server {
+        &mut self.server
+    }
+
+    /// Writes out everything enqueued.
+    pub async fn flush(&mut self) -> Result<(), ConnError> {
+        loop {
+            match self.server.next() {
+                Ok(Event::GreetingSent { .. } | Event::ResponseSent { .. }) => {}
+                Ok(event) => self.pending.push_back(event),
+                Err(Interrupt::Io(Io::Output(bytes))) => self.io.write_all(&bytes).await?,
+                Err(Interrupt::Io(Io::NeedMoreInput)) => break,
+                Err(Interrupt::Error(e)) => self.refuse(e)?,
+            }
+        }
+        self.io.flush().await?;
+        Ok(())
+    }
+
+    /// The next event from the client, writing output on the way; `limit` bounds the silence.
+    pub async fn next(&mut self, limit: Duration) -> Result<Event, ConnError> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(event);
+            }
+            match self.server.next() {
+                Ok(Event::GreetingSent { .. } | Event::ResponseSent { .. }) => {}
+                Ok(event) => {
+                    self.bad_in_a_row = 0;
+                    return Ok(event);
+                }
+                Err(Interrupt::Io(Io::Output(bytes))) => {
+                    self.io.write_all(&bytes).await?;
+                }
+                Err(Interrupt::Io(Io::NeedMoreInput)) => {
+                    self.io.flush().await?;
+                    self.read(limit).await?;
+                }
+                Err(Interrupt::Error(e)) => self.refuse(e)?,
+            }
+        }
+    }
+
+    /// One read into the flow. Cancel-safe: the bytes are fed only once read.
+    pub async fn read(&mut self, limit: Duration) -> Result<(), ConnError> {
+        let n = match tokio::time::timeout(limit, self.io.read(&mut self.input)).await {
+            Err(_) => return Err(ConnError::TimedOut),
+            Ok(Err(_) | Ok(0)) => return Err(ConnError::Closed),
+            Ok(Ok(n)) => n,
+        };
+        self.server.enqueue_input(&self.input[..n]);
+        Ok(())
+    }
+
+    /// Answers input the flow could not take with a BAD, keeping the session.
+    fn refuse(&mut self, e: FlowError) -> Result<(), ConnError> {
+        self.bad_in_a_row += 1;
+        if self.bad_in_a_row > MAX_BAD {
+            return Err(ConnError::TooManyErrors);
+        }
+        let (text, bytes) = match &e {
+            FlowError::ExpectedCrlfGotLf { discarded_bytes } => {
+                ("line must end with CRLF", discarded_bytes)
+            }
+            FlowError::MalformedMessage { discarded_bytes } => {
+                ("unknown command or bad syntax", discarded_bytes)
+            }
+            // The flow has already answered the literal with a tagged BAD.
+            FlowError::LiteralTooLong { .. } => return Ok(()),
+            FlowError::CommandTooLong { discarded_bytes } => ("command too long", discarded_bytes),
+        };
+        let tag = tag_of(bytes.declassify());
+        if let Ok(status) = Status::bad(tag, None, text) {
+            self.server.enqueue_status(status);
+        }
+        Ok(())
+    }
+}
+
+/// The tag a malformed command started with, when it has a valid one.
+fn tag_of(bytes: &[u8]) -> Option<Tag<'static>> {
+    let end = bytes.iter().position(|b| *b == b' ' || *b == b'\r' || *b == b'\n')?;
+    let text = std::str::from_utf8(&bytes[..end]).ok()?;
+    Tag::try_from(text.to_owned()).ok()
+}

@@ -1,0 +1,202 @@
+//! FETCH: the items asked for, message by message, read from the store in chunks and written
+//! out chunk by chunk, so a fetch of a large folder holds one chunk in memory. A BODY[...] or
+//! RFC822 fetch (not .PEEK) marks the message \Seen, as RFC 9051 asks.
+
+use imap_types::core::{IString, Literal, NString, Tag};
+use imap_types::datetime::DateTime;
+use imap_types::fetch::{MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName};
+use imap_types::response::{Data, Status};
+use imap_types::sequence::SequenceSet;
+use mail_parser::{Message, MessageParser};
+
+use super::conn::{Conn, ConnError};
+use super::mailboxes::nonzero;
+use super::message::{Loaded, load};
+use super::reply::{bad, failed, flags_fetch, ok};
+use super::section::{extract, header_block};
+use super::session::Session;
+use super::structure::{body_structure, envelope};
+use super::update::CHUNK;
+
+/// Whether an item needs the message's bytes.
+fn needs_bytes(item: &MessageDataItemName<'_>) -> bool {
+    !matches!(
+        item,
+        MessageDataItemName::Flags | MessageDataItemName::Uid | MessageDataItemName::InternalDate
+    )
+}
+
+/// Whether fetching the item marks the message \Seen.
+fn marks_seen(item: &MessageDataItemName<'_>) -> bool {
+    matches!(
+        item,
+        MessageDataItemName::BodyExt { peek: false, .. }
+            | MessageDataItemName::Rfc822
+            | MessageDataItemName::Rfc822Text
+    )
+}
+
+fn literal(bytes: Vec<u8>) -> NString<'static> {
+    let bytes = match Literal::try_from(bytes) {
+        Ok(l) => return NString(Some(IString::Literal(l))),
+        // NUL is the one byte a literal cannot carry.
+        Err(_) => Vec::new(),
+    };
+    NString(Some(IString::Literal(Literal::unvalidated(bytes))))
+}
+
+fn internal_date(ms: u64) -> Option<DateTime> {
+    let at = chrono::DateTime::from_timestamp_millis(ms as i64)?;
+    DateTime::try_from(at.fixed_offset()).ok()
+}
+
+impl Session {
+    pub(super) async fn fetch(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        set: &SequenceSet,
+        names: MacroOrMessageDataItemNames<'static>,
+        uid: bool,
+    ) -> Result<Status<'static>, ConnError> {
+        let mut items = match names {
+            MacroOrMessageDataItemNames::Macro(m) => {
+                m.expand().iter().map(imap_types::ToStatic::to_static).collect()
+            }
+            MacroOrMessageDataItemNames::MessageDataItemNames(items) => items,
+        };
+        if items.iter().any(|i| {
+            matches!(i, MessageDataItemName::Binary { .. } | MessageDataItemName::BinarySize { .. })
+        }) {
+            return Ok(bad(tag, "BINARY is not supported"));
+        }
+        if uid && !items.contains(&MessageDataItemName::Uid) {
+            items.insert(0, MessageDataItemName::Uid);
+        }
+        let Some(view) = self.view.as_ref() else { return Ok(bad(tag, "select a folder first")) };
+        let bytes = items.iter().any(needs_bytes);
+        let seen = !view.read_only && items.iter().any(marks_seen);
+        if seen && !items.contains(&MessageDataItemName::Flags) {
+            items.push(MessageDataItemName::Flags);
+        }
+        let (mailbox, folder) = (view.mailbox.clone(), view.folder);
+        for chunk in view.resolve(set, uid).chunks(CHUNK) {
+            let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
+            let mut loaded = match load(&self.deps.store, &mailbox, folder, uids, bytes).await {
+                Ok(loaded) => loaded,
+                Err(e) => return Ok(failed(tag, &e)),
+            };
+            if seen && let Err(e) = self.mark_seen(&mut loaded).await {
+                return Ok(failed(tag, &e));
+            }
+            let Some(view) = self.view.as_ref() else { break };
+            for message in &loaded {
+                let Some(seq) = view.seq_of(message.entry.uid) else { continue };
+                if let Ok(items) = render(message, &items).try_into() {
+                    conn.enqueue_data(Data::Fetch { seq, items });
+                }
+            }
+            conn.flush().await?;
+        }
+        Ok(ok(tag, "FETCH completed"))
+    }
+
+    async fn mark_seen(&self, loaded: &mut [Loaded]) -> crate::store::Result<()> {
+        let Some(view) = self.view.as_ref() else { return Ok(()) };
+        let mut writes = Vec::new();
+        for l in loaded.iter_mut() {
+            if !l.entry.meta.flags.iter().any(|f| f.eq_ignore_ascii_case("\\Seen")) {
+                l.entry.meta.flags.push("\\Seen".to_owned());
+                writes.push((l.entry.id.clone(), l.entry.meta.flags.clone()));
+            }
+        }
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let (m, f) = (view.mailbox.clone(), view.folder);
+        self.deps
+            .store
+            .write(move |w| -> crate::store::Result<()> {
+                writes
+                    .into_iter()
+                    .try_for_each(|(id, flags)| w.imap_store_flags(&m, f, &id, flags).map(|_| ()))
+            })
+            .await
+    }
+}
+
+/// The FETCH items of one message.
+fn render(
+    message: &Loaded,
+    names: &[MessageDataItemName<'static>],
+) -> Vec<MessageDataItem<'static>> {
+    let raw: &[u8] = message.raw.as_deref().map_or(&[], Vec::as_slice);
+    let parsed: Option<Message<'_>> = names
+        .iter()
+        .any(|n| {
+            !matches!(
+                n,
+                MessageDataItemName::Flags
+                    | MessageDataItemName::Uid
+                    | MessageDataItemName::InternalDate
+                    | MessageDataItemName::Rfc822Size
+                    | MessageDataItemName::Rfc822
+            )
+        })
+        .then(|| MessageParser::default().parse(raw))
+        .flatten();
+    let meta = &message.entry.meta;
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let item = match name {
+            MessageDataItemName::Uid => MessageDataItem::Uid(nonzero(message.entry.uid)),
+            MessageDataItemName::Flags => MessageDataItem::Flags(flags_fetch(&meta.flags)),
+            MessageDataItemName::InternalDate => match internal_date(meta.internal) {
+                Some(d) => MessageDataItem::InternalDate(d),
+                None => continue,
+            },
+            MessageDataItemName::Rfc822Size => MessageDataItem::Rfc822Size(raw.len() as u32),
+            MessageDataItemName::Rfc822 => MessageDataItem::Rfc822(literal(raw.to_vec())),
+            _ => match parsed.as_ref() {
+                Some(p) => match parsed_item(p, name) {
+                    Some(item) => item,
+                    None => continue,
+                },
+                None => continue,
+            },
+        };
+        out.push(item);
+    }
+    out
+}
+
+/// An item read from the parsed message.
+fn parsed_item(
+    m: &Message<'_>,
+    name: &MessageDataItemName<'static>,
+) -> Option<MessageDataItem<'static>> {
+    Some(match name {
+        MessageDataItemName::Envelope => MessageDataItem::Envelope(envelope(m)),
+        MessageDataItemName::BodyStructure => MessageDataItem::BodyStructure(body_structure(m)),
+        MessageDataItemName::Body => MessageDataItem::Body(body_structure(m)),
+        MessageDataItemName::Rfc822Header => {
+            MessageDataItem::Rfc822Header(literal(header_block(m).to_vec()))
+        }
+        MessageDataItemName::Rfc822Text => {
+            let raw = m.raw_message();
+            let from = header_block(m).len();
+            MessageDataItem::Rfc822Text(literal(raw[from.min(raw.len())..].to_vec()))
+        }
+        MessageDataItemName::BodyExt { section, partial, .. } => {
+            let mut data = extract(m, section.as_ref());
+            if let Some((start, len)) = partial {
+                let from = (*start as usize).min(data.len());
+                let to = from.saturating_add(len.get() as usize).min(data.len());
+                data = data[from..to].to_vec();
+            }
+            let origin = partial.map(|(start, _)| start);
+            MessageDataItem::BodyExt { section: section.clone(), origin, data: literal(data) }
+        }
+        _ => return None,
+    })
+}

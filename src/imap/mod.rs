@@ -1,0 +1,126 @@
+//! IMAP for mail clients (IMAP4rev2, RFC 9051, and IMAP4rev1 clients alike), over the same
+//! store the API reads: INBOX is received mail, Sent what was sent through the API or
+//! submission, plus Drafts and Trash. The protocol's grammar is imap-codec's, driven by
+//! imap-next's server flow (literals, AUTHENTICATE, IDLE); this module holds the state and the
+//! commands.
+//!
+//! - `conn`       the bytes around the flow: plain or TLS, timeouts, BAD for garbage
+//! - `session`    the session's state, the command loop, any-state commands, logging in
+//! - `commands`   the commands of a logged-in session, to their handlers
+//! - `mailboxes`  folder names and SPECIAL-USE, LIST, STATUS, SELECT, NAMESPACE
+//! - `view`       the selected folder: UIDs and sequence numbers, what changed
+//! - `fetch`      FETCH, chunk by chunk
+//! - `section`    BODY[section] bytes
+//! - `structure`  ENVELOPE and BODYSTRUCTURE
+//! - `search`     SEARCH
+//! - `update`     STORE, EXPUNGE, COPY, MOVE, APPEND
+//! - `idle`       IDLE
+//! - `message`    the bytes of a stored message, and the email an APPEND makes
+//! - `reply`      tagged completions, flags
+
+mod commands;
+pub mod conn;
+mod fetch;
+mod idle;
+mod mailboxes;
+mod message;
+mod reply;
+mod search;
+mod section;
+mod session;
+mod structure;
+mod update;
+mod view;
+
+use std::sync::Arc;
+
+use imap_types::response::Greeting;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+
+use crate::credentials::Logins;
+use crate::shutdown::Shutdown;
+use crate::store::Store;
+use conn::{Conn, Stream};
+use session::{Next, Session};
+
+/// What sessions use.
+pub struct Deps {
+    pub store: Arc<Store>,
+    pub logins: Arc<Logins>,
+    pub config: crate::config::Imap,
+}
+
+/// Serves IMAP on `listener` until `shutdown`: with STARTTLS, or TLS from the first byte when
+/// `implicit_tls` (without a certificate such a listener closes every connection).
+pub async fn serve(
+    listener: TcpListener,
+    implicit_tls: bool,
+    deps: Arc<Deps>,
+    tls: Option<TlsAcceptor>,
+    mut shutdown: Shutdown,
+) {
+    let limit = Arc::new(Semaphore::new(deps.config.max_connections));
+    let per_ip = Arc::new(crate::listener::PerIp::default());
+    while let Some(crate::listener::Accepted { mut stream, peer, permit }) =
+        crate::listener::next(&listener, &limit, &mut shutdown).await
+    {
+        let (deps, tls, per_ip) = (deps.clone(), tls.clone(), per_ip.clone());
+        tokio::spawn(async move {
+            let ip = peer.ip();
+            let Some(_slot) = per_ip.enter(ip, deps.config.max_connections_per_ip) else {
+                let _ = stream.write_all(b"* BYE too many connections from your address\r\n").await;
+                return;
+            };
+            let outcome = connection(stream, ip, implicit_tls, deps, tls).await;
+            if let Err(e) = outcome {
+                tracing::debug!(error = ?e, %ip, "imap session ended");
+            }
+            drop(permit);
+        });
+    }
+}
+
+async fn connection(
+    stream: TcpStream,
+    ip: std::net::IpAddr,
+    implicit_tls: bool,
+    deps: Arc<Deps>,
+    tls: Option<TlsAcceptor>,
+) -> Result<(), conn::ConnError> {
+    let timeout = deps.config.login_timeout;
+    let greeting = Greeting::ok(None, "edgemail IMAP ready").unwrap_or_else(|_| unreachable!()); // ok: constant text
+    if implicit_tls {
+        let Some(secure) = handshake(tls, stream, timeout).await else { return Ok(()) };
+        let mut session = Session::new(deps, ip, true, false);
+        let mut conn = Conn::new(Stream::Tls(Box::new(secure)), greeting);
+        session.run(&mut conn).await?;
+        return Ok(());
+    }
+    let mut session = Session::new(deps, ip, false, tls.is_some());
+    let mut conn = Conn::new(Stream::Plain(stream), greeting);
+    if session.run(&mut conn).await? != Next::StartTls {
+        return Ok(());
+    }
+    // Bytes the client sent after STARTTLS and before the handshake are dropped with the flow:
+    // nothing sent in the clear may count as said over TLS.
+    let Stream::Plain(stream) = conn.io else { return Ok(()) };
+    let Some(secure) = handshake(tls, stream, timeout).await else { return Ok(()) };
+    session.tls = true;
+    let mut conn = Conn::resumed(Stream::Tls(Box::new(secure)));
+    session.run(&mut conn).await?;
+    Ok(())
+}
+
+async fn handshake(
+    tls: Option<TlsAcceptor>,
+    stream: TcpStream,
+    limit: std::time::Duration,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let accept = tls?.accept(stream);
+    let secure = tokio::time::timeout(limit, accept).await.ok().and_then(Result::ok);
+    crate::metrics::tls_handshake(secure.is_some());
+    secure
+}

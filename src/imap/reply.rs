@@ -1,0 +1,57 @@
+//! Tagged completions and the small conversions every command needs.
+
+use imap_types::core::{Tag, Text};
+use imap_types::flag::{Flag, FlagFetch};
+use imap_types::response::{Code, Status, StatusBody, StatusKind, Tagged};
+
+fn text(s: &str) -> Text<'static> {
+    Text::try_from(s.to_owned()).unwrap_or_else(|_| Text::unvalidated("-"))
+}
+
+pub fn status(
+    tag: &Tag<'static>,
+    kind: StatusKind,
+    code: Option<Code<'static>>,
+    s: &str,
+) -> Status<'static> {
+    Status::Tagged(Tagged { tag: tag.clone(), body: StatusBody { kind, code, text: text(s) } })
+}
+
+pub fn ok(tag: &Tag<'static>, s: &str) -> Status<'static> {
+    status(tag, StatusKind::Ok, None, s)
+}
+
+pub fn no(tag: &Tag<'static>, s: &str) -> Status<'static> {
+    status(tag, StatusKind::No, None, s)
+}
+
+pub fn bad(tag: &Tag<'static>, s: &str) -> Status<'static> {
+    status(tag, StatusKind::Bad, None, s)
+}
+
+/// The answer to a store failure: a NO that says to try again (the details go to the log).
+pub fn failed(tag: &Tag<'static>, e: &crate::store::Error) -> Status<'static> {
+    tracing::warn!(error = %e, "imap: store error");
+    status(tag, StatusKind::No, Some(Code::Other(unavailable())), "server unavailable, try again")
+}
+
+fn unavailable() -> imap_types::response::CodeOther<'static> {
+    imap_types::response::CodeOther::unvalidated(b"UNAVAILABLE".as_slice())
+}
+
+/// A stored flag as a response item; `None` for one that is no longer valid.
+pub fn flag(stored: &str) -> Option<Flag<'static>> {
+    Flag::try_from(stored.to_owned().as_str()).ok().map(|f| {
+        use imap_types::ToStatic;
+        f.to_static()
+    })
+}
+
+pub fn flags_fetch(stored: &[String]) -> Vec<FlagFetch<'static>> {
+    stored.iter().filter_map(|s| flag(s)).map(FlagFetch::Flag).collect()
+}
+
+/// The text form of a flag, as stored.
+pub fn flag_name(flag: &Flag<'_>) -> String {
+    flag.to_string()
+}

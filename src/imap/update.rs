@@ -1,0 +1,295 @@
+//! The commands that change the store: STORE (flags), EXPUNGE, COPY, MOVE and APPEND. Each
+//! works through the selected folder in chunks, one store write per chunk.
+
+use std::num::NonZeroU32;
+
+use imap_types::core::Tag;
+use imap_types::datetime::DateTime;
+use imap_types::extensions::binary::LiteralOrLiteral8;
+use imap_types::fetch::MessageDataItem;
+use imap_types::flag::{Flag, StoreResponse, StoreType};
+use imap_types::mailbox::Mailbox;
+use imap_types::response::{Code, Data, Status, StatusKind};
+use imap_types::sequence::SequenceSet;
+
+use super::conn::Conn;
+use super::mailboxes::{folder, nonzero};
+use super::message::{appended, load};
+use super::reply::{bad, failed, flag_name, flags_fetch, no, ok, status};
+use super::session::Session;
+use crate::store::Folder;
+
+/// Messages per store read or write.
+pub const CHUNK: usize = 256;
+
+/// The flags after a STORE of `kind` with `given`.
+fn apply(current: &[String], kind: StoreType, given: &[String]) -> Vec<String> {
+    let has = |list: &[String], f: &str| list.iter().any(|x| x.eq_ignore_ascii_case(f));
+    match kind {
+        StoreType::Replace => given.to_vec(),
+        StoreType::Add => {
+            let mut out = current.to_vec();
+            out.extend(given.iter().filter(|f| !has(current, f)).cloned());
+            out
+        }
+        StoreType::Remove => current.iter().filter(|f| !has(given, f)).cloned().collect(),
+    }
+}
+
+impl Session {
+    pub(super) async fn store_flags(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        set: &SequenceSet,
+        (kind, response): (StoreType, StoreResponse),
+        flags: &[Flag<'static>],
+        uid: bool,
+    ) -> Status<'static> {
+        let Some(view) = self.view.as_ref() else { return bad(tag, "select a folder first") };
+        if view.read_only {
+            return no(tag, "the folder is read-only (EXAMINE)");
+        }
+        let given: Vec<String> = flags.iter().map(flag_name).collect();
+        let (mailbox, f) = (view.mailbox.clone(), view.folder);
+        let positions = view.resolve(set, uid);
+        for chunk in positions.chunks(CHUNK) {
+            let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
+            let loaded = match load(&self.deps.store, &mailbox, f, uids, false).await {
+                Ok(loaded) => loaded,
+                Err(e) => return failed(tag, &e),
+            };
+            let changes: Vec<(String, u32, Vec<String>)> = loaded
+                .into_iter()
+                .map(|l| {
+                    let flags = apply(&l.entry.meta.flags, kind, &given);
+                    (l.entry.id, l.entry.uid, flags)
+                })
+                .collect();
+            let (m, writes) = (mailbox.clone(), changes.clone());
+            let written = self
+                .deps
+                .store
+                .write(move |w| -> crate::store::Result<()> {
+                    for (id, _, flags) in writes {
+                        w.imap_store_flags(&m, f, &id, flags)?;
+                    }
+                    Ok(())
+                })
+                .await;
+            if let Err(e) = written {
+                return failed(tag, &e);
+            }
+            if response == StoreResponse::Silent {
+                continue;
+            }
+            for (_, u, flags) in changes {
+                let Some(seq) = view.seq_of(u) else { continue };
+                let mut items = vec![MessageDataItem::Flags(flags_fetch(&flags))];
+                if uid {
+                    items.push(MessageDataItem::Uid(nonzero(u)));
+                }
+                if let Ok(items) = items.try_into() {
+                    conn.enqueue_data(Data::Fetch { seq, items });
+                }
+            }
+        }
+        ok(tag, "STORE completed")
+    }
+
+    /// Removes the messages marked \Deleted (of `only`, for UID EXPUNGE); the sequence numbers
+    /// to announce, highest first.
+    pub(super) async fn expunge_marked(
+        &mut self,
+        only: Option<&SequenceSet>,
+    ) -> crate::store::Result<Vec<NonZeroU32>> {
+        let Some(view) = self.view.as_mut() else { return Ok(Vec::new()) };
+        let positions = match only {
+            Some(set) => view.resolve(set, true),
+            None => (0..view.uids.len()).collect(),
+        };
+        let mut doomed = Vec::new();
+        for chunk in positions.chunks(CHUNK) {
+            let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
+            let loaded = load(&self.deps.store, &view.mailbox, view.folder, uids, false).await?;
+            doomed.extend(
+                loaded
+                    .into_iter()
+                    .filter(|l| {
+                        l.entry.meta.flags.iter().any(|f| f.eq_ignore_ascii_case("\\Deleted"))
+                    })
+                    .map(|l| (l.entry.id, l.entry.uid)),
+            );
+        }
+        let mut gone = Vec::new();
+        for chunk in doomed.chunks(CHUNK) {
+            let (m, ids) = (view.mailbox.clone(), chunk.to_vec());
+            let now = crate::ids::now_ms();
+            self.deps
+                .store
+                .write(move |w| -> crate::store::Result<()> {
+                    ids.iter().try_for_each(|(id, _)| w.imap_expunge(&m, id, now))
+                })
+                .await?;
+            gone.extend(chunk.iter().map(|(_, uid)| *uid));
+        }
+        Ok(view.forget(&gone))
+    }
+
+    pub(super) async fn expunge(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        only: Option<&SequenceSet>,
+    ) -> Status<'static> {
+        if self.view.as_ref().is_some_and(|v| v.read_only) {
+            return no(tag, "the folder is read-only (EXAMINE)");
+        }
+        match self.expunge_marked(only).await {
+            Ok(seqs) => {
+                seqs.into_iter().for_each(|s| conn.enqueue_data(Data::Expunge(s)));
+                ok(tag, "EXPUNGE completed")
+            }
+            Err(e) => failed(tag, &e),
+        }
+    }
+
+    /// COPY, or MOVE when `moving`.
+    pub(super) async fn transfer(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        set: &SequenceSet,
+        target: &Mailbox<'_>,
+        uid: bool,
+        moving: bool,
+    ) -> Status<'static> {
+        let Some(to) = folder(target) else { return no(tag, "[TRYCREATE] no such folder") };
+        let Some(view) = self.view.as_ref() else { return bad(tag, "select a folder first") };
+        if moving && view.read_only {
+            return no(tag, "the folder is read-only (EXAMINE)");
+        }
+        let positions = view.resolve(set, uid);
+        let result = if moving && to != view.folder {
+            self.move_to(&positions, to).await.map(|seqs| {
+                seqs.into_iter().for_each(|s| conn.enqueue_data(Data::Expunge(s)));
+            })
+        } else if moving {
+            Ok(())
+        } else {
+            self.copy_to(&positions, to).await
+        };
+        if let Err(e) = result {
+            return failed(tag, &e);
+        }
+        if self.view.as_ref().is_some_and(|v| v.folder == to) {
+            self.announce(conn).await;
+        }
+        ok(tag, if moving { "MOVE completed" } else { "COPY completed" })
+    }
+
+    async fn move_to(
+        &mut self,
+        positions: &[usize],
+        to: Folder,
+    ) -> crate::store::Result<Vec<NonZeroU32>> {
+        let Some(view) = self.view.as_mut() else { return Ok(Vec::new()) };
+        let mut moved = Vec::new();
+        for chunk in positions.chunks(CHUNK) {
+            let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
+            let loaded = load(&self.deps.store, &view.mailbox, view.folder, uids, false).await?;
+            let (m, ids): (String, Vec<String>) =
+                (view.mailbox.clone(), loaded.iter().map(|l| l.entry.id.clone()).collect());
+            let now = crate::ids::now_ms();
+            self.deps
+                .store
+                .write(move |w| -> crate::store::Result<()> {
+                    ids.iter().try_for_each(|id| w.imap_move(&m, id, to, now).map(|_| ()))
+                })
+                .await?;
+            moved.extend(loaded.iter().map(|l| l.entry.uid));
+        }
+        Ok(view.forget(&moved))
+    }
+
+    async fn copy_to(&mut self, positions: &[usize], to: Folder) -> crate::store::Result<()> {
+        let Some(view) = self.view.as_ref() else { return Ok(()) };
+        for chunk in positions.chunks(CHUNK) {
+            let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
+            let loaded = load(&self.deps.store, &view.mailbox, view.folder, uids, true).await?;
+            let copies: Vec<_> = loaded
+                .into_iter()
+                .filter_map(|l| {
+                    let raw = l.raw?;
+                    let email = appended(&raw, &view.mailbox, to, l.entry.meta.internal)?;
+                    Some((email, raw, l.entry.meta.flags))
+                })
+                .collect();
+            let now = crate::ids::now_ms();
+            self.deps
+                .store
+                .write(move |w| -> crate::store::Result<()> {
+                    copies.iter().try_for_each(|(email, raw, flags)| {
+                        w.imap_append(email, raw, flags.clone(), now).map(|_| ())
+                    })
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn append(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        mailbox: &Mailbox<'_>,
+        flags: Vec<Flag<'static>>,
+        date: Option<DateTime>,
+        message: LiteralOrLiteral8<'static>,
+    ) -> Status<'static> {
+        let Some(to) = folder(mailbox) else { return no(tag, "[TRYCREATE] no such folder") };
+        let raw = match message {
+            LiteralOrLiteral8::Literal(l) => l.data().to_vec(),
+            LiteralOrLiteral8::Literal8(l) => l.data.to_vec(),
+        };
+        let now = crate::ids::now_ms();
+        let at = date.map_or(now, |d| d.as_ref().timestamp_millis().max(0) as u64);
+        let user = self.user.clone().unwrap_or_default();
+        let Some(email) = appended(&raw, &user, to, at) else {
+            return no(tag, "the message cannot be parsed");
+        };
+        let flags: Vec<String> = flags.iter().map(flag_name).collect();
+        let appended = self
+            .deps
+            .store
+            .write(move |w| -> crate::store::Result<_> {
+                let uid = w.imap_append(&email, &raw, flags, now)?;
+                let state = w.imap_open(&email.summary.mailbox, to, now)?;
+                Ok((uid, state.uid_validity))
+            })
+            .await;
+        let (uid, validity) = match appended {
+            Ok(done) => done,
+            Err(e) => return failed(tag, &e),
+        };
+        if self.view.as_ref().is_some_and(|v| v.folder == to) {
+            self.announce(conn).await;
+        }
+        let code = Code::AppendUid { uid_validity: nonzero(validity), uid: nonzero(uid) };
+        status(tag, StatusKind::Ok, Some(code), "APPEND completed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_kinds_replace_add_and_remove_without_duplicates() {
+        let cur = vec!["\\Seen".to_owned(), "work".to_owned()];
+        let given = vec!["\\seen".to_owned(), "\\Flagged".to_owned()];
+        assert_eq!(apply(&cur, StoreType::Add, &given), vec!["\\Seen", "work", "\\Flagged"]);
+        assert_eq!(apply(&cur, StoreType::Remove, &given), vec!["work"]);
+        assert_eq!(apply(&cur, StoreType::Replace, &given), given);
+    }
+}

@@ -1,0 +1,154 @@
+//! The selected folder as one session sees it: its UIDs in order (message sequence number n is
+//! the n-th), which only change when the session tells the client (EXPUNGE, EXISTS). Only the
+//! UIDs are held; messages are read from the store in chunks when asked for.
+
+use std::num::NonZeroU32;
+
+use imap_types::response::Data;
+use imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
+
+use crate::store::{Folder, ImapFolder, Store};
+
+pub struct View {
+    pub mailbox: String,
+    pub folder: Folder,
+    pub read_only: bool,
+    pub state: ImapFolder,
+    /// UIDs ascending; index + 1 is the message sequence number.
+    pub uids: Vec<u32>,
+}
+
+impl View {
+    pub async fn open(
+        store: &Store,
+        mailbox: &str,
+        folder: Folder,
+        read_only: bool,
+    ) -> crate::store::Result<View> {
+        let now = crate::ids::now_ms();
+        let m = mailbox.to_owned();
+        let state = store.write(move |w| w.imap_open(&m, folder, now)).await?;
+        let m = mailbox.to_owned();
+        let uids = store.read(move |r| r.imap_uids(&m, folder)).await?;
+        Ok(View { mailbox: mailbox.to_owned(), folder, read_only, state, uids })
+    }
+
+    /// Brings the view up to date; the untagged EXPUNGE and EXISTS responses that tell it.
+    pub async fn sync(&mut self, store: &Store) -> crate::store::Result<Vec<Data<'static>>> {
+        let (m, f) = (self.mailbox.clone(), self.folder);
+        let state = store.read(move |r| r.imap_state(&m, f)).await?;
+        let Some(state) = state else { return Ok(Vec::new()) };
+        if state.changes == self.state.changes {
+            return Ok(Vec::new());
+        }
+        let (m, f) = (self.mailbox.clone(), self.folder);
+        let now = store.read(move |r| r.imap_uids(&m, f)).await?;
+        self.state = state;
+        Ok(self.adopt(now))
+    }
+
+    /// Replaces the UIDs with `now`; the responses announcing the difference.
+    pub fn adopt(&mut self, now: Vec<u32>) -> Vec<Data<'static>> {
+        let mut out = Vec::new();
+        // Expunges go highest first, so the sequence numbers of those still to come hold.
+        for (i, uid) in self.uids.iter().enumerate().rev() {
+            if now.binary_search(uid).is_err()
+                && let Some(seq) = NonZeroU32::new(i as u32 + 1)
+            {
+                out.push(Data::Expunge(seq));
+            }
+        }
+        let grew = now.iter().any(|u| self.uids.binary_search(u).is_err());
+        let shrank = !out.is_empty();
+        self.uids = now;
+        if grew || shrank {
+            out.push(Data::Exists(self.uids.len() as u32));
+        }
+        out
+    }
+
+    /// The positions (0-based) a sequence set names, ascending, without repeats. With `uid`
+    /// the set holds UIDs (those not there are skipped), else sequence numbers.
+    pub fn resolve(&self, set: &SequenceSet, uid: bool) -> Vec<usize> {
+        let mut out = Vec::new();
+        let len = self.uids.len();
+        if len == 0 {
+            return out;
+        }
+        let largest = if uid { self.uids[len - 1] } else { len as u32 };
+        let value = |v: &SeqOrUid| match v {
+            SeqOrUid::Value(n) => n.get(),
+            SeqOrUid::Asterisk => largest,
+        };
+        for seq in set.0.as_ref() {
+            let (a, b) = match seq {
+                Sequence::Single(v) => (value(v), value(v)),
+                Sequence::Range(x, y) => (value(x).min(value(y)), value(x).max(value(y))),
+            };
+            if uid {
+                let lo = self.uids.partition_point(|u| *u < a);
+                let hi = self.uids.partition_point(|u| *u <= b);
+                out.extend(lo..hi);
+            } else {
+                let hi = (b as usize).min(len);
+                out.extend((a as usize).saturating_sub(1)..hi);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Drops `gone` (UIDs this session removed); their sequence numbers, highest first, as the
+    /// EXPUNGE responses that tell it must go.
+    pub fn forget(&mut self, gone: &[u32]) -> Vec<NonZeroU32> {
+        let mut seqs: Vec<NonZeroU32> = gone.iter().filter_map(|u| self.seq_of(*u)).collect();
+        seqs.sort_unstable_by(|a, b| b.cmp(a));
+        let gone: std::collections::HashSet<u32> = gone.iter().copied().collect();
+        self.uids.retain(|u| !gone.contains(u));
+        seqs
+    }
+
+    pub fn seq_of(&self, uid: u32) -> Option<NonZeroU32> {
+        let at = self.uids.binary_search(&uid).ok()?;
+        NonZeroU32::new(at as u32 + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(uids: Vec<u32>) -> View {
+        View {
+            mailbox: "a@x.test".into(),
+            folder: Folder::Inbox,
+            read_only: false,
+            state: ImapFolder::default(),
+            uids,
+        }
+    }
+
+    #[test]
+    fn sets_resolve_by_sequence_number_and_by_uid() {
+        let v = view(vec![3, 5, 9, 10]);
+        let set = |s: &str| SequenceSet::try_from(s).expect("set"); // ok: test
+        assert_eq!(v.resolve(&set("1:2,4"), false), vec![0, 1, 3]);
+        assert_eq!(v.resolve(&set("*"), false), vec![3]);
+        assert_eq!(v.resolve(&set("4:*"), true), vec![1, 2, 3]);
+        assert_eq!(v.resolve(&set("6:8"), true), Vec::<usize>::new());
+        assert_eq!(v.resolve(&set("20:*"), true), vec![3], "a range with * holds the last");
+        assert_eq!(v.resolve(&set("9:100"), false), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn adopting_new_uids_announces_expunges_highest_first_then_exists() {
+        let mut v = view(vec![1, 2, 3, 4]);
+        let out = v.adopt(vec![1, 3, 5]);
+        let text = format!("{out:?}");
+        assert_eq!(out.len(), 3, "{text}");
+        assert!(matches!(out[0], Data::Expunge(n) if n.get() == 4), "{text}");
+        assert!(matches!(out[1], Data::Expunge(n) if n.get() == 2), "{text}");
+        assert!(matches!(out[2], Data::Exists(3)), "{text}");
+    }
+}

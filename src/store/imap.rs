@@ -1,0 +1,235 @@
+//! What IMAP clients need beyond the emails themselves: per folder a UIDVALIDITY and the next
+//! UID, per message its UID and flags. A folder's state is made on first use from the folder
+//! index (UIDs in arrival order); from then on every change of the index (a message stored,
+//! moved, deleted) updates it in the same transaction (`emails` calls the hooks below), so UIDs
+//! stay stable across restarts and the API and IMAP always agree.
+
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+
+use super::error::Result;
+use super::tables::*;
+use super::{Rtx, Wtx, decode, encode, get_json};
+
+/// A folder's UID bookkeeping.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ImapFolder {
+    pub uid_validity: u32,
+    pub uid_next: u32,
+    /// Bumped by every change of the folder's messages or their flags: a session compares it
+    /// to know whether to look again.
+    #[serde(default)]
+    pub changes: u64,
+}
+
+/// A message's place and flags.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ImapMeta {
+    pub uid: u32,
+    pub flags: Vec<String>,
+    /// When the message arrived (ms): the INTERNALDATE.
+    #[serde(default)]
+    pub internal: u64,
+}
+
+/// Where a message is, as the hooks below need it (`emails` fills it from a summary).
+pub(super) struct Place<'a> {
+    pub mailbox: &'a str,
+    /// The folder's code; `None` for a folder IMAP does not show.
+    pub folder: Option<u8>,
+    pub id: &'a str,
+    pub at: u64,
+    /// The flags a message entering this folder starts with.
+    pub initial: &'static [&'static str],
+}
+
+/// A folder index entry, as far as numbering it needs.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Member {
+    id: String,
+    created_at: u64,
+}
+
+impl Wtx<'_> {
+    /// Gives a message that entered a folder its next UID, when that folder has IMAP state
+    /// (otherwise the state is made from the index on first use). Flags it had are kept.
+    pub(super) fn imap_added(&mut self, s: &Place<'_>) -> Result<()> {
+        let Some(code) = s.folder else { return Ok(()) };
+        let key = (s.mailbox, code);
+        let Some(mut state) = get_json::<_, ImapFolder>(self, IMAP_FOLDERS, key)? else {
+            return Ok(());
+        };
+        let uid = state.uid_next;
+        state.uid_next += 1;
+        state.changes += 1;
+        self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
+        let mut metas = self.tx.open_table(IMAP_MESSAGES)?;
+        let old = metas.get(s.id)?.map(|v| decode::<ImapMeta>(v.value())).transpose()?;
+        let initial = || s.initial.iter().map(|f| (*f).to_owned()).collect();
+        let flags = old.map_or_else(initial, |m| m.flags);
+        let meta = ImapMeta { uid, flags, internal: s.at };
+        metas.insert(s.id, encode(&meta)?.as_slice())?;
+        let mut uids = self.tx.open_table(IMAP_UIDS)?;
+        uids.insert((key.0, key.1, uid), s.id)?;
+        self.imap_changed = true;
+        Ok(())
+    }
+
+    /// Takes a message out of its folder's UIDs; `keep_flags` when it only moves.
+    pub(super) fn imap_removed(&mut self, s: &Place<'_>, keep_flags: bool) -> Result<()> {
+        let mut metas = self.tx.open_table(IMAP_MESSAGES)?;
+        let meta = metas.get(s.id)?.map(|v| decode::<ImapMeta>(v.value())).transpose()?;
+        let Some(meta) = meta else { return Ok(()) };
+        if !keep_flags {
+            metas.remove(s.id)?;
+        }
+        drop(metas);
+        let Some(code) = s.folder else { return Ok(()) };
+        let removed = self.tx.open_table(IMAP_UIDS)?.remove((s.mailbox, code, meta.uid))?.is_some();
+        if removed {
+            self.imap_touch(s.mailbox, code)?;
+        }
+        Ok(())
+    }
+
+    /// A message that changed folder: out of one, into the other, its flags kept.
+    pub(super) fn imap_moved(&mut self, before: &Place<'_>, after: &Place<'_>) -> Result<()> {
+        if before.folder != after.folder {
+            self.imap_removed(before, true)?;
+            self.imap_added(after)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets a mailbox's folder states (its messages are being removed).
+    pub(super) fn imap_forget(&mut self, mailbox: &str) -> Result<()> {
+        let lo = (mailbox, 0u8, 0u32);
+        let hi = (mailbox, u8::MAX, u32::MAX);
+        self.tx.open_table(IMAP_UIDS)?.retain_in(lo..=hi, |_, _| false)?;
+        let mut folders = self.tx.open_table(IMAP_FOLDERS)?;
+        folders.retain_in((mailbox, 0u8)..=(mailbox, u8::MAX), |_, _| false)?;
+        self.imap_changed = true;
+        Ok(())
+    }
+
+    /// Forgets a message's flags (it is being removed with its mailbox).
+    pub(super) fn imap_forget_message(&mut self, id: &str) -> Result<()> {
+        self.tx.open_table(IMAP_MESSAGES)?.remove(id)?;
+        Ok(())
+    }
+
+    /// Counts a change of a folder, so sessions that watch it look again.
+    pub(super) fn imap_touch(&mut self, mailbox: &str, code: u8) -> Result<()> {
+        let key = (mailbox, code);
+        if let Some(mut state) = get_json::<_, ImapFolder>(self, IMAP_FOLDERS, key)? {
+            state.changes += 1;
+            self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
+        }
+        self.imap_changed = true;
+        Ok(())
+    }
+
+    /// The folder's state, made now from the folder index when it has none yet (`initial`:
+    /// the flags its messages start with).
+    pub(super) fn imap_init(
+        &mut self,
+        mailbox: &str,
+        code: u8,
+        initial: &'static [&'static str],
+        now: u64,
+    ) -> Result<ImapFolder> {
+        let key = (mailbox, code);
+        if let Some(state) = get_json::<_, ImapFolder>(self, IMAP_FOLDERS, key)? {
+            return Ok(state);
+        }
+        let mut members = Vec::new();
+        {
+            let index = self.tx.open_table(EMAIL_INDEX)?;
+            let lo = (mailbox, code, 0u64, "");
+            let hi = (mailbox, code + 1, 0u64, "");
+            for entry in index.range(lo..hi)? {
+                members.push(decode::<Member>(entry?.1.value())?);
+            }
+        }
+        // Seconds since the epoch: a folder made again after its state was lost gets a larger
+        // UIDVALIDITY, which tells clients to forget what they cached.
+        let validity = u32::try_from(now / 1000).unwrap_or(u32::MAX).max(1);
+        let state = ImapFolder { uid_validity: validity, uid_next: 1, changes: 0 };
+        self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
+        for m in &members {
+            let place = Place { mailbox, folder: Some(code), id: &m.id, at: m.created_at, initial };
+            self.imap_added(&place)?;
+        }
+        get_json(self, IMAP_FOLDERS, key).map(Option::unwrap_or_default)
+    }
+
+    /// Sets the flags of message `id` in folder `code`; whether it has IMAP state.
+    pub(super) fn imap_put_flags(
+        &mut self,
+        mailbox: &str,
+        code: u8,
+        id: &str,
+        flags: Vec<String>,
+    ) -> Result<bool> {
+        let Some(mut meta) = get_json::<_, ImapMeta>(self, IMAP_MESSAGES, id)? else {
+            return Ok(false);
+        };
+        meta.flags = flags;
+        self.tx.open_table(IMAP_MESSAGES)?.insert(id, encode(&meta)?.as_slice())?;
+        self.imap_touch(mailbox, code)?;
+        Ok(true)
+    }
+}
+
+/// A message as a session sees it.
+#[derive(Debug, Clone)]
+pub struct ImapEntry {
+    pub uid: u32,
+    pub id: String,
+    pub meta: ImapMeta,
+}
+
+impl Rtx {
+    pub(super) fn imap_state_of(&self, mailbox: &str, code: u8) -> Result<Option<ImapFolder>> {
+        get_json(self, IMAP_FOLDERS, (mailbox, code))
+    }
+
+    /// The UIDs of a folder, ascending.
+    pub(super) fn imap_uids_of(&self, mailbox: &str, code: u8) -> Result<Vec<u32>> {
+        let table = self.tx.open_table(IMAP_UIDS)?;
+        let lo = (mailbox, code, 0u32);
+        let hi = (mailbox, code, u32::MAX);
+        let mut out = Vec::new();
+        for entry in table.range(lo..=hi)? {
+            out.push(entry?.0.value().2);
+        }
+        Ok(out)
+    }
+
+    /// The messages with these UIDs (those still there), in the order given.
+    pub(super) fn imap_entries_of(
+        &self,
+        mailbox: &str,
+        code: u8,
+        uids: &[u32],
+    ) -> Result<Vec<ImapEntry>> {
+        let table = self.tx.open_table(IMAP_UIDS)?;
+        let metas = self.tx.open_table(IMAP_MESSAGES)?;
+        let mut out = Vec::with_capacity(uids.len());
+        for &uid in uids {
+            let Some(id) = table.get((mailbox, code, uid))? else { continue };
+            let id = id.value().to_owned();
+            let Some(meta) = metas.get(id.as_str())? else { continue };
+            let meta = decode::<ImapMeta>(meta.value())?;
+            out.push(ImapEntry { uid, id, meta });
+        }
+        Ok(out)
+    }
+
+    /// The IMAP flags of message `id` (none before IMAP ever saw it).
+    pub fn imap_flags(&self, id: &str) -> Result<Vec<String>> {
+        Ok(get_json::<_, ImapMeta>(self, IMAP_MESSAGES, id)?.map(|m| m.flags).unwrap_or_default())
+    }
+}

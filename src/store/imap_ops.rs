@@ -1,0 +1,109 @@
+//! What an IMAP session does to the store, in terms of folders: opening a folder's UID state,
+//! reading a folder in UID order, flags, and the changes IMAP makes (APPEND, COPY, MOVE,
+//! EXPUNGE), each one transaction that keeps the emails, their index and the UIDs together.
+
+use redb::ReadableTable;
+
+use super::emails::{Email, Folder};
+use super::error::{Error, Result};
+use super::imap::{ImapEntry, ImapFolder};
+use super::tables::*;
+use super::{Rtx, Wtx};
+
+impl Wtx<'_> {
+    /// The folder's UID state, made from the folder's messages on first use.
+    pub fn imap_open(&mut self, mailbox: &str, folder: Folder, now: u64) -> Result<ImapFolder> {
+        self.imap_init(mailbox, folder.code(), folder.initial_flags(), now)
+    }
+
+    /// Sets a message's flags; false when it is not in that folder.
+    pub fn imap_store_flags(
+        &mut self,
+        mailbox: &str,
+        folder: Folder,
+        id: &str,
+        flags: Vec<String>,
+    ) -> Result<bool> {
+        self.imap_put_flags(mailbox, folder.code(), id, flags)
+    }
+
+    /// Moves message `id` of `mailbox` to `to` (flags kept); its new UID there.
+    pub fn imap_move(&mut self, mailbox: &str, id: &str, to: Folder, now: u64) -> Result<u32> {
+        self.imap_open(mailbox, to, now)?;
+        let email = self.load_email(id)?.filter(|e| e.summary.mailbox == mailbox);
+        let Some(mut email) = email else { return Err(Error::not_found("email")) };
+        let before = email.summary.clone();
+        email.summary.folder = to;
+        self.replace_email(&before, &email)?;
+        self.imap_uid(id)
+    }
+
+    /// Removes message `id` of `mailbox` for good (EXPUNGE), as a delete from the trash does.
+    pub fn imap_expunge(&mut self, mailbox: &str, id: &str, now: u64) -> Result<()> {
+        let Some(email) = self.load_email(id)?.filter(|e| e.summary.mailbox == mailbox) else {
+            return Ok(());
+        };
+        if email.summary.folder != Folder::Trash {
+            self.imap_move(mailbox, id, Folder::Trash, now)?;
+        }
+        let domain = email.domain().to_owned();
+        self.delete_email(&domain, id)?;
+        Ok(())
+    }
+
+    /// Stores `raw` exactly as given as a new message of `email.summary.mailbox` in its folder,
+    /// with `flags`; its UID.
+    pub fn imap_append(
+        &mut self,
+        email: &Email,
+        raw: &[u8],
+        flags: Vec<String>,
+        now: u64,
+    ) -> Result<u32> {
+        let (mailbox, folder) = (email.summary.mailbox.clone(), email.summary.folder);
+        self.imap_open(&mailbox, folder, now)?;
+        let id = email.summary.id.clone();
+        self.store_copies(email, &[(id.clone(), mailbox.clone())], raw)?;
+        self.imap_put_flags(&mailbox, folder.code(), &id, flags)?;
+        self.imap_uid(&id)
+    }
+
+    /// Keeps `raw` as the message bytes of email `id` when it has none (mail sent through the
+    /// API is rendered once for IMAP; from then on its size and bytes never change).
+    pub fn imap_keep_rendered(&mut self, id: &str, raw: &[u8]) -> Result<()> {
+        let has_blob = self.tx.open_table(RAW_OF)?.get(id)?.is_some();
+        let has_legacy = self.tx.open_table(RAW)?.get(id)?.is_some();
+        if has_blob || has_legacy || self.load_email(id)?.is_none() {
+            return Ok(());
+        }
+        let blob = crate::ids::new_id("raw");
+        self.put_raw(&blob, raw)?;
+        self.share_raw(id, &blob, false)
+    }
+
+    fn imap_uid(&self, id: &str) -> Result<u32> {
+        let meta = super::get_json::<_, super::imap::ImapMeta>(self, IMAP_MESSAGES, id)?;
+        meta.map(|m| m.uid).ok_or_else(|| Error::internal(format!("no UID for {id}")))
+    }
+}
+
+impl Rtx {
+    pub fn imap_state(&self, mailbox: &str, folder: Folder) -> Result<Option<ImapFolder>> {
+        self.imap_state_of(mailbox, folder.code())
+    }
+
+    /// The UIDs of a folder, ascending.
+    pub fn imap_uids(&self, mailbox: &str, folder: Folder) -> Result<Vec<u32>> {
+        self.imap_uids_of(mailbox, folder.code())
+    }
+
+    /// The messages with these UIDs that are still in the folder.
+    pub fn imap_entries(
+        &self,
+        mailbox: &str,
+        folder: Folder,
+        uids: &[u32],
+    ) -> Result<Vec<ImapEntry>> {
+        self.imap_entries_of(mailbox, folder.code(), uids)
+    }
+}

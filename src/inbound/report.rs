@@ -1,7 +1,7 @@
 //! Machine reports about mail we sent: delivery status notifications (RFC 3464) and abuse
 //! feedback (ARF, RFC 5965). Only the fields we act on are read.
 
-use mail_parser::{Message, MimeHeaders};
+use mail_parser::{Message, MessageParser, MimeHeaders};
 
 /// A recipient a DSN reports as permanently failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,12 +92,27 @@ pub fn complaint(message: &Message<'_>) -> Option<String> {
         .find_map(|m| m.to().and_then(|a| a.first()).and_then(|a| a.address()).map(str::to_owned))
 }
 
-/// The Message-IDs a DSN or complaint refers to (the attached original's, or the report's).
+/// Whether `part` is a `text/rfc822-headers` part (RFC 6522): the original's header alone.
+fn is_returned_headers(part: &mail_parser::MessagePart<'_>) -> bool {
+    part.content_type().is_some_and(|ct| {
+        ct.ctype().eq_ignore_ascii_case("text")
+            && ct.subtype().is_some_and(|s| s.eq_ignore_ascii_case("rfc822-headers"))
+    })
+}
+
+/// The Message-IDs a DSN or complaint refers to (the attached original's, whole or only its
+/// header, or the report's).
 pub fn referenced_message_ids(message: &Message<'_>) -> Vec<String> {
     let mut ids = Vec::new();
     for part in &message.parts {
         if let Some(inner) = part.message()
             && let Some(id) = inner.message_id()
+        {
+            ids.push(format!("<{id}>"));
+        } else if is_returned_headers(part)
+            // A header block parses as a message with an empty body.
+            && let Some(returned) = MessageParser::default().parse(part.contents())
+            && let Some(id) = returned.message_id()
         {
             ids.push(format!("<{id}>"));
         }
@@ -115,7 +130,6 @@ pub fn referenced_message_ids(message: &Message<'_>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mail_parser::MessageParser;
 
     const DSN: &str = "From: MAILER-DAEMON@mx.example.org\r\nTo: bounces+em_1@alpha.test\r\n\
         Subject: Undelivered\r\nMIME-Version: 1.0\r\nContent-Type: multipart/report; \
@@ -139,6 +153,16 @@ mod tests {
             }]
         );
         assert_eq!(referenced_message_ids(&message), ["<orig@alpha.test>"]);
+        let headers_only = DSN.replace(
+            "Content-Type: message/rfc822\r\n\r\nMessage-ID: <orig@alpha.test>\r\nTo: \
+             gone@example.org\r\nSubject: hi\r\n\r\nbody",
+            "Content-Type: text/rfc822-headers\r\n\r\nTo: gone@example.org\r\n\
+             Message-ID: <orig@alpha.test>\r\nSubject: hi\r\n",
+        );
+        assert_ne!(headers_only, DSN);
+        let message = MessageParser::default().parse(headers_only.as_bytes()).expect("parse"); // ok: test
+        assert_eq!(referenced_message_ids(&message), ["<orig@alpha.test>"]);
+        assert_eq!(dsn_failures(&message).len(), 1);
     }
 
     #[test]

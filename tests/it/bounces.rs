@@ -205,3 +205,34 @@ fn bad_windows_other_domains_and_org_keys() {
     assert_eq!(only[0]["domain"], B);
     w.org().get("/v1/bounces?domain=unknown.test").expect_error(404, "not_found");
 }
+
+#[test]
+fn a_dsn_returning_only_the_header_to_another_address_bounces_by_message_id() {
+    let w = MailWorld::start();
+    // The report reaches a mailbox, not a bounce address: it counts only when its sender
+    // authenticated for its From domain (SPF for the HELO of a null sender).
+    w.dns.add_txt("mx.example.org", "v=spf1 ip4:127.0.0.1 -all");
+    let id = message_id_of(&w.send(basic(json!("moved@example.org"))).expect(200).json());
+    w.wait_status(&id, "delivered");
+    let got = w.sink.wait_for(1, Duration::from_secs(10));
+    let original = header(&got[0].data, "Message-ID").expect("Message-ID"); // ok: test
+    let dsn = format!(
+        "From: MAILER-DAEMON@mx.example.org\r\nTo: sales@alpha.test\r\nSubject: Undelivered\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=\"b\"\r\n\r\n\
+         --b\r\nContent-Type: text/plain\r\n\r\nGone.\r\n--b\r\n\
+         Content-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.org\r\n\r\n\
+         Final-Recipient: rfc822; moved@example.org\r\nAction: failed\r\nStatus: 5.1.1\r\n\
+         Diagnostic-Code: smtp; 550 5.1.1 user unknown\r\n\r\n--b\r\n\
+         Content-Type: text/rfc822-headers\r\n\r\nFrom: sales@alpha.test\r\nTo: moved@example.org\r\n\
+         Message-ID: {original}\r\nSubject: Hello\r\n--b--"
+    );
+    let (mut s, _) = crate::smtp_client::Talk::open(w.server.smtp);
+    s.cmd("EHLO mx.example.org");
+    assert!(s.mail("", &["sales@alpha.test"], &dsn).starts_with("250"));
+    let email = w.wait_status(&id, "bounced");
+    let d = &email["deliveries"][0];
+    assert_eq!(d["status"], "bounced", "{email}");
+    assert_eq!(d["bounceClass"], "invalid_recipient", "{email}");
+    let stats = w.api().get("/v1/bounces").expect(200).json();
+    assert_eq!(stats["byClass"]["invalid_recipient"], 1, "{stats}");
+}

@@ -29,6 +29,7 @@ mod health;
 mod idempotency;
 mod imap;
 mod inbound;
+mod inbound_dmarc;
 mod layering;
 mod local_delivery;
 mod logs;

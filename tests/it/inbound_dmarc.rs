@@ -1,0 +1,71 @@
+//! DMARC of received mail when the policy is published only at the organizational domain: a
+//! subdomain's From falls back to `_dmarc.<org domain>`, and relaxed alignment compares
+//! organizational domains.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::mail_world::MailWorld;
+use crate::smtp_client::Talk;
+
+/// The Authentication-Results of the one message in the `sales` inbox, once it is stored.
+fn stored_results(w: &MailWorld) -> String {
+    for _ in 0..100 {
+        let list = w.api().get("/v1/emails?mailbox=sales&folder=inbox").expect(200).json();
+        if let Some(id) = list.as_array().and_then(|l| l.first()).and_then(|e| e["id"].as_str()) {
+            let email = w.api().get(&format!("/v1/emails/{id}")).expect(200).json();
+            let headers = email["headers"].as_array().cloned().unwrap_or_default();
+            return headers
+                .iter()
+                .find(|h| h["name"] == "Authentication-Results")
+                .and_then(|h: &Value| h["value"].as_str())
+                .unwrap_or("")
+                .to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing stored:\n{}", w.server.log());
+}
+
+/// A world where only `_dmarc.example.co.uk` publishes a policy (p=reject).
+fn world() -> MailWorld {
+    let w = MailWorld::start();
+    w.dns.add_txt("_dmarc.example.co.uk", "v=DMARC1; p=reject");
+    w.dns.add_txt("example.co.uk", "v=spf1 ip4:127.0.0.1 -all");
+    w.dns.add_txt("mail.example.co.uk", "v=spf1 -all");
+    w
+}
+
+fn deliver(w: &MailWorld, mail_from: &str) {
+    let message = "From: Ann <a@mail.example.co.uk>\r\nTo: sales@alpha.test\r\n\
+                   Subject: hi\r\nMessage-ID: <d1@mail.example.co.uk>\r\n\r\nHello.";
+    let (mut s, _) = Talk::open(w.server.smtp);
+    s.cmd("EHLO mail.example.co.uk");
+    assert!(s.mail(mail_from, &["sales@alpha.test"], message).starts_with("250"));
+}
+
+#[test]
+fn a_failing_subdomain_gets_the_organizational_domains_reject_policy() {
+    let w = world();
+    deliver(&w, "a@mail.example.co.uk");
+    let results = stored_results(&w);
+    assert!(results.contains("dmarc=fail"), "{results}");
+    assert!(results.contains("header.from=mail.example.co.uk"), "{results}");
+    assert!(results.contains("policy.dmarc=reject"), "{results}");
+    assert!(
+        w.dns.queries().iter().any(|q| q.name.trim_end_matches('.') == "_dmarc.example.co.uk"),
+        "the organizational domain's record was asked for"
+    );
+}
+
+#[test]
+fn a_subdomain_aligned_through_its_organizational_domain_passes() {
+    let w = world();
+    // SPF passes for example.co.uk; the From is mail.example.co.uk: relaxed alignment holds
+    // because both have the organizational domain example.co.uk.
+    deliver(&w, "bounce@example.co.uk");
+    let results = stored_results(&w);
+    assert!(results.contains("spf=pass"), "{results}");
+    assert!(results.contains("dmarc=pass"), "{results}");
+}

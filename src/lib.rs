@@ -72,7 +72,7 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod ids;
-pub(crate) mod imap;
+pub mod imap;
 pub mod inbound;
 pub(crate) mod listener;
 pub mod logging;

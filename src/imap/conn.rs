@@ -89,7 +89,7 @@ pub struct Conn {
     bad_in_a_row: u32,
 }
 
-fn options() -> Options {
+pub(super) fn options() -> Options {
     let mut options = Options::default();
     options.max_literal_size = MAX_LITERAL;
     options.max_command_size = MAX_COMMAND;
@@ -186,22 +186,27 @@ impl Conn {
         if self.bad_in_a_row > MAX_BAD {
             return Err(ConnError::TooManyErrors);
         }
-        let (text, bytes) = match &e {
-            FlowError::ExpectedCrlfGotLf { discarded_bytes } => {
-                ("line must end with CRLF", discarded_bytes)
-            }
-            FlowError::MalformedMessage { discarded_bytes } => {
-                ("unknown command or bad syntax", discarded_bytes)
-            }
-            // The flow has already answered the literal with a tagged BAD.
-            FlowError::LiteralTooLong { .. } => return Ok(()),
-            FlowError::CommandTooLong { discarded_bytes } => ("command too long", discarded_bytes),
-        };
-        let tag = tag_of(bytes.declassify());
-        if let Ok(status) = Status::bad(tag, None, text) {
-            self.server.enqueue_status(status);
-        }
+        refuse(&mut self.server, e);
         Ok(())
+    }
+}
+
+/// Enqueues the BAD for input the flow could not take.
+pub(super) fn refuse(server: &mut Server, e: FlowError) {
+    let (text, bytes) = match &e {
+        FlowError::ExpectedCrlfGotLf { discarded_bytes } => {
+            ("line must end with CRLF", discarded_bytes)
+        }
+        FlowError::MalformedMessage { discarded_bytes } => {
+            ("unknown command or bad syntax", discarded_bytes)
+        }
+        // The flow has already answered the literal with a tagged BAD.
+        FlowError::LiteralTooLong { .. } => return,
+        FlowError::CommandTooLong { discarded_bytes } => ("command too long", discarded_bytes),
+    };
+    let tag = tag_of(bytes.declassify());
+    if let Ok(status) = Status::bad(tag, None, text) {
+        server.enqueue_status(status);
     }
 }
 

@@ -17,6 +17,7 @@
 //! - `idle`       IDLE
 //! - `message`    the bytes of a stored message, and the email an APPEND makes
 //! - `reply`      tagged completions, flags
+//! - `reader`     the command reader alone, for the fuzz target
 
 mod commands;
 pub mod conn;
@@ -24,6 +25,7 @@ mod fetch;
 mod idle;
 mod mailboxes;
 mod message;
+pub mod reader;
 mod reply;
 mod search;
 mod section;

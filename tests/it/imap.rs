@@ -496,3 +496,81 @@ out('again', again[0].decode())
         "the rendering is kept: {again} vs {size}"
     );
 }
+
+/// mbsync's configuration: INBOX pulled over IMAPS (certificate pinned) into a Maildir.
+fn mbsync_config(f: &Fixture, home: &std::path::Path) -> std::path::PathBuf {
+    let maildir = home.join("mail");
+    std::fs::create_dir_all(&maildir).expect("maildir");
+    std::fs::write(home.join("pass"), &f.password).expect("password file");
+    let config = format!(
+        "IMAPAccount edgemail\nHost 127.0.0.1\nPort {port}\nUser sales@{A}\n\
+         PassCmd \"cat {pass}\"\nSSLType IMAPS\nCertificateFile {cert}\n\n\
+         IMAPStore remote\nAccount edgemail\n\n\
+         MaildirStore local\nPath {maildir}/\nInbox {maildir}/INBOX\n\n\
+         Channel inbox\nFar :remote:\nNear :local:\nPatterns INBOX\nCreate Near\nSync Pull\n\
+         SyncState *\n",
+        port = f.port("imaps"),
+        pass = home.join("pass").display(),
+        cert = f.cert.display(),
+        maildir = maildir.display(),
+    );
+    let path = home.join("mbsyncrc");
+    std::fs::write(&path, config).expect("mbsync config");
+    path
+}
+
+/// Runs mbsync once; the message files of the local INBOX (new and cur).
+fn mbsync(f: &Fixture, home: &std::path::Path, config: &std::path::Path) -> Vec<String> {
+    let out = Command::new("mbsync")
+        .env("HOME", home)
+        .args(["-c", &config.display().to_string(), "inbox"])
+        .output()
+        .expect("mbsync (isync) is installed by .ci/run");
+    assert!(
+        out.status.success(),
+        "mbsync failed: {}{}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        f.world.server.log()
+    );
+    let inbox = home.join("mail").join("INBOX");
+    let mut files = Vec::new();
+    for sub in ["new", "cur"] {
+        for entry in std::fs::read_dir(inbox.join(sub)).expect("a Maildir") {
+            let bytes = std::fs::read(entry.expect("entry").path()).expect("message file");
+            // mbsync keeps Maildir files with LF line ends.
+            files.push(String::from_utf8_lossy(&bytes).replace("\r\n", "\n"));
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn mbsync_pulls_the_inbox_into_a_maildir() {
+    let f = Fixture::start();
+    f.receive(&plain("synced-one"));
+    f.receive(&with_attachment("synced-two"));
+    let home = f.world.dir.0.join("mbsync-home");
+    let config = mbsync_config(&f, &home);
+    let files = mbsync(&f, &home, &config);
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(
+        files
+            .iter()
+            .any(|m| m.contains("Subject: synced-one")
+                && m.contains("\n\nHello, this is synced-one.\n")),
+        "{files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|m| m.contains("Subject: synced-two") && m.contains("JVBERi0xLjQK\n--sep--\n")),
+        "{files:?}"
+    );
+    // A second run fetches only what is new.
+    f.receive(&plain("synced-three"));
+    let files = mbsync(&f, &home, &config);
+    assert_eq!(files.len(), 3, "{files:?}");
+    assert_eq!(files.iter().filter(|m| m.contains("Subject: synced-three")).count(), 1);
+}

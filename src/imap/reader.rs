@@ -1,0 +1,62 @@
+//! The command reader alone, without a socket or a store: the fuzz target's way in. Bytes go
+//! through the flow with the options and the BAD answers the server uses, and every event is
+//! answered the way that lets the flow go on (AUTHENTICATE continued then finished, IDLE
+//! accepted), so each of the flow's states is reachable.
+
+use imap_next::server::{Event, Server};
+use imap_next::{Interrupt, Io, State};
+use imap_types::response::{CommandContinuationRequest, Greeting, Status};
+
+/// Feeds `data` to a fresh flow `chunk` bytes at a time, as a network would deliver it.
+pub fn read_commands(data: &[u8], chunk: usize) {
+    let greeting = Greeting::ok(None, "fuzz").unwrap_or_else(|_| unreachable!()); // ok: constant text
+    let mut server = Server::new(super::conn::options(), greeting);
+    let mut pieces = data.chunks(chunk.max(1));
+    loop {
+        match server.next() {
+            Ok(event) => answer(&mut server, event),
+            Err(Interrupt::Io(Io::Output(bytes))) => {
+                assert!(bytes.ends_with(b"\r\n"), "a response ends with CRLF");
+            }
+            Err(Interrupt::Io(Io::NeedMoreInput)) => match pieces.next() {
+                Some(piece) => server.enqueue_input(piece),
+                None => return,
+            },
+            Err(Interrupt::Error(e)) => super::conn::refuse(&mut server, e),
+        }
+    }
+}
+
+fn answer(server: &mut Server, event: Event) {
+    let go_on =
+        || CommandContinuationRequest::basic(None, "go on").unwrap_or_else(|_| unreachable!()); // ok: constant text
+    match event {
+        Event::CommandReceived { command } => {
+            if let Ok(done) = Status::ok(Some(command.tag), None, "done") {
+                server.enqueue_status(done);
+            }
+        }
+        Event::CommandAuthenticateReceived { command_authenticate: c } => {
+            if c.initial_response.is_some() {
+                finish(server, c.tag);
+            } else {
+                let _ = server.authenticate_continue(go_on());
+            }
+        }
+        Event::AuthenticateDataReceived { .. } => {
+            if let Ok(refused) = Status::no(None, None, "no") {
+                let _ = server.authenticate_finish(refused);
+            }
+        }
+        Event::IdleCommandReceived { .. } => {
+            let _ = server.idle_accept(go_on());
+        }
+        Event::IdleDoneReceived | Event::GreetingSent { .. } | Event::ResponseSent { .. } => {}
+    }
+}
+
+fn finish(server: &mut Server, tag: imap_types::core::Tag<'static>) {
+    if let Ok(refused) = Status::no(Some(tag), None, "no") {
+        let _ = server.authenticate_finish(refused);
+    }
+}

@@ -77,7 +77,7 @@ pub mod inbound;
 pub(crate) mod listener;
 pub mod logging;
 pub mod mail;
-pub(crate) mod metrics;
+pub mod metrics;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
 pub(crate) mod screening;

@@ -24,6 +24,7 @@
 //! - `batches`      campaign batches, and counting a sent message's events for batch or sequence
 //! - `sequences`    sequences and enrollments
 //! - `sequence_mail` the latest sequence message a mailbox sent a contact, for bare replies
+//! - `webhook_due`  the dispatcher's view of what is due, and giving up what a dead endpoint held
 //! - `outbox`       events out: recording them for webhooks, their deliveries and attempts
 //! - `webhooks`     webhook endpoints of a domain
 //! - `events`       event types and the `data` each carries
@@ -77,6 +78,7 @@ mod suppressions;
 mod tables;
 mod tracking;
 mod warmup;
+mod webhook_due;
 mod webhooks;
 mod writer;
 
@@ -112,6 +114,7 @@ pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
 pub use suppressions::Suppression;
 pub use tracking::Tracking;
 pub use warmup::Warmup;
+pub use webhook_due::DueWebhooks;
 pub use webhooks::{Webhook, WebhookPatch};
 
 /// Name of the database file inside the data directory.

@@ -283,25 +283,7 @@ impl Wtx<'_> {
     }
 }
 
-/// Due `(time, delivery id, webhook id)` entries, and the time of the first entry after them.
-pub type DueWebhooks = (Vec<(u64, String, String)>, Option<u64>);
-
 impl Rtx {
-    /// Up to `limit` entries of the due index at or before `now`, oldest first.
-    pub fn due_webhooks(&self, now: u64, limit: usize) -> Result<DueWebhooks> {
-        let table = self.tx.open_table(WEBHOOK_DUE)?;
-        let mut due = Vec::new();
-        for entry in table.iter()? {
-            let (key, hook) = entry?;
-            let (at, id) = key.value();
-            if at > now || due.len() >= limit {
-                return Ok((due, Some(at)));
-            }
-            due.push((at, id.to_owned(), hook.value().to_owned()));
-        }
-        Ok((due, None))
-    }
-
     /// What attempts at the given due entries need; entries gone meanwhile are left out.
     pub fn load_due_webhooks(&self, entries: &[(u64, String)]) -> Result<Vec<DueDelivery>> {
         let deliveries = self.tx.open_table(WEBHOOK_DELIVERIES)?;
@@ -354,7 +336,7 @@ impl Rtx {
 }
 
 /// Drops the delivery's claim on its event; the event's body goes with the last claim.
-fn release(
+pub(super) fn release(
     refs: &mut redb::Table<(&str, &str), ()>,
     events: &mut redb::Table<&str, &[u8]>,
     event_id: &str,
@@ -411,7 +393,9 @@ mod tests {
             })
             .expect("emit"); // ok: test
         assert_eq!((count(&store, WEBHOOK_EVENTS), count(&store, WEBHOOK_DELIVERIES)), (1, 2));
-        let due = store.read_blocking(|r| r.due_webhooks(u64::MAX, 10)).expect("due").0; // ok: test
+        let none = std::collections::HashSet::new();
+        let due =
+            store.read_blocking(move |r| r.due_webhooks(u64::MAX, 10, &none)).expect("due").due; // ok: test
         assert_eq!(due.len(), 2);
         let jobs = store.read_blocking(|r| r.load_due_webhooks(&[(due[0].0, due[0].1.clone())]));
         let body: serde_json::Value =

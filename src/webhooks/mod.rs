@@ -5,6 +5,7 @@
 //! their own tasks and send their outcomes to one committer, which writes them in batches; until
 //! that commit a delivery stays due, so a crash re-posts at most what was in flight.
 
+mod circuit;
 mod client;
 pub mod sign;
 pub mod target;
@@ -22,6 +23,7 @@ use crate::ids::now_ms;
 use crate::shutdown::Shutdown;
 use crate::store::{AttemptOutcome, DueDelivery, Store};
 use crate::wake::Wake;
+use circuit::Circuits;
 use client::Client;
 
 /// An endpoint has this long to answer.
@@ -53,6 +55,7 @@ struct Engine {
     in_flight: Mutex<HashSet<String>>,
     slots: Arc<Semaphore>,
     endpoints: Mutex<HashMap<String, Arc<Semaphore>>>,
+    circuits: Circuits,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -80,6 +83,7 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
         in_flight: Mutex::new(HashSet::new()),
         slots: Arc::new(Semaphore::new(deps.config.concurrency)),
         endpoints: Mutex::new(HashMap::new()),
+        circuits: Circuits::new(deps.config.retry_initial),
         deps,
     });
     let (outcomes, received) = mpsc::unbounded_channel();
@@ -138,16 +142,22 @@ async fn scan(
         return (None, true);
     }
     let look = locked(&engine.in_flight).len() + LOOK_AHEAD;
-    let (due, mut next) = match engine.deps.store.read(move |r| r.due_webhooks(now, look)).await {
+    let open = engine.circuits.open();
+    let read = engine.deps.store.read(move |r| r.due_webhooks(now, look, &open)).await;
+    let found = match read {
         Ok(found) => found,
         Err(e) => {
             tracing::error!(error = %e, "webhook outbox read failed");
             return (Some(now + 1000), false);
         }
     };
+    let mut next = earliest(found.next, engine.circuits.next_probe());
     let mut chosen = Vec::new();
     let mut permits = HashMap::new();
-    for (at, id, webhook) in due {
+    let probing = probes_due(engine, found.held, now);
+    let probes: HashMap<String, String> =
+        probing.iter().map(|(_, id, hook)| (id.clone(), hook.clone())).collect();
+    for (at, id, webhook) in probing.into_iter().chain(found.due) {
         if locked(&engine.in_flight).contains(&id) {
             continue;
         }
@@ -160,8 +170,13 @@ async fn scan(
             continue;
         };
         locked(&engine.in_flight).insert(id.clone());
-        permits.insert(id.clone(), (slot, endpoint));
+        permits.insert(id.clone(), (slot, endpoint, webhook));
         chosen.push((at, id));
+    }
+    for (id, webhook) in &probes {
+        if !permits.contains_key(id) {
+            engine.circuits.release_probe(webhook);
+        }
     }
     if chosen.is_empty() {
         return (next, false);
@@ -175,28 +190,80 @@ async fn scan(
         }
     };
     for job in jobs {
-        if let Some(held) = permits.remove(&job.delivery.id) {
-            tokio::spawn(attempt(engine.clone(), job, held, outcomes.clone()));
+        if let Some((slot, endpoint, _)) = permits.remove(&job.delivery.id) {
+            let probe = probes.contains_key(&job.delivery.id);
+            tokio::spawn(attempt(engine.clone(), job, (slot, endpoint), probe, outcomes.clone()));
         }
     }
-    // Chosen but gone meanwhile (the endpoint deleted): nothing to do for them.
+    // Chosen but gone meanwhile (the endpoint deleted, the event given up): nothing to do.
     let mut in_flight = locked(&engine.in_flight);
-    for id in permits.keys() {
+    for (id, (_, _, webhook)) in &permits {
         in_flight.remove(id);
+        if probes.contains_key(id) {
+            engine.circuits.release_probe(webhook);
+        }
     }
     (next, true)
+}
+
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The probes of open circuits whose time has come, out of the first held entry of each. At
+/// each probe, what the endpoint held past `webhooks.max_age` is given up.
+fn probes_due(
+    engine: &Arc<Engine>,
+    held: Vec<(u64, String, String)>,
+    now: u64,
+) -> Vec<(u64, String, String)> {
+    let mut probes = Vec::new();
+    for entry in held {
+        if !engine.circuits.take_probe(&entry.2, now) {
+            continue;
+        }
+        tokio::spawn(expire(engine.deps.clone(), entry.2.clone()));
+        probes.push(entry);
+    }
+    probes
+}
+
+/// Gives up the events an open circuit held past `webhooks.max_age`.
+async fn expire(deps: Arc<Deps>, webhook: String) {
+    let before = now_ms().saturating_sub(deps.config.max_age.as_millis() as u64);
+    loop {
+        let hook = webhook.clone();
+        match deps.store.write(move |w| w.expire_webhook_backlog(&hook, before, 5_000)).await {
+            Ok(n) if n >= 5_000 => continue,
+            Ok(_) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "giving up a dead endpoint's old events failed");
+                break;
+            }
+        }
+    }
 }
 
 async fn attempt(
     engine: Arc<Engine>,
     mut job: DueDelivery,
     _held: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    probe: bool,
     outcomes: mpsc::UnboundedSender<AttemptOutcome>,
 ) {
     let answer = if job.enabled {
         let body = Bytes::from(std::mem::take(&mut job.body));
-        post(&engine.client, &job, body).await
+        let answer = post(&engine.client, &job, body).await;
+        let failed = answer.as_ref().map_or(true, |code| *code >= 500);
+        engine.circuits.record(&job.delivery.webhook_id, failed, probe, now_ms());
+        answer
     } else {
+        if probe {
+            engine.circuits.release_probe(&job.delivery.webhook_id);
+        }
         Err("the endpoint is disabled".into())
     };
     let attempts = job.delivery.attempts + 1;

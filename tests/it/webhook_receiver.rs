@@ -63,7 +63,12 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn start() -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind receiver"); // ok: test
+        Receiver::start_on(0)
+    }
+
+    /// A receiver on a given port of 127.0.0.1 (0: any free one).
+    pub fn start_on(port: u16) -> Receiver {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind receiver"); // ok: test
         let addr = listener.local_addr().expect("addr"); // ok: test
         let state = Arc::new(Mutex::new(State::default()));
         let down = Arc::new(AtomicBool::new(false));

@@ -394,6 +394,70 @@ fn a_name_that_later_resolves_inward_is_refused_at_connection_time() {
     assert!(receiver.hits().is_empty(), "a post reached the loopback receiver");
 }
 
+/// The attempts an endpoint's deliveries record, and how many deliveries it has.
+fn attempts(api: &crate::client::Client, id: &str) -> (u64, usize) {
+    let list = api.get(&format!("/v1/webhooks/{id}/deliveries?limit=500")).expect(200).json();
+    let list = list.as_array().cloned().unwrap_or_default();
+    (list.iter().filter_map(|d| d["attempts"].as_u64()).sum(), list.len())
+}
+
+#[test]
+fn a_refusing_endpoint_is_probed_not_hammered_and_gets_its_backlog_once_up() {
+    let w = World::start_with_env(&[ALLOW, FAST]);
+    let api = w.alpha();
+    // A port nothing listens on, until the receiver takes it below.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port") // ok: test
+        .port();
+    let (hook, secret) = subscribe(&api, &format!("http://127.0.0.1:{port}/ok"));
+    let test = |api: &crate::client::Client| {
+        let event = api.post(&format!("/v1/webhooks/{hook}/test"), json!({})).expect(202).json();
+        event["eventId"].as_str().expect("eventId").to_owned() // ok: test
+    };
+    // Five refusals in a row, one at a time, open the circuit.
+    let mut events = Vec::new();
+    for n in 1..=5 {
+        events.push(test(&api));
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while attempts(&api, &hook).0 < n {
+            assert!(std::time::Instant::now() < deadline, "no attempt {n}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    for _ in 0..60 {
+        events.push(test(&api));
+    }
+    // Probes keep going while it is down: wait for two of them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while attempts(&api, &hook).0 < 5 + 2 {
+        assert!(std::time::Instant::now() < deadline, "no probes: {:?}", attempts(&api, &hook));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let list = api.get(&format!("/v1/webhooks/{hook}/deliveries?limit=500")).expect(200).json();
+    let list = list.as_array().cloned().unwrap_or_default();
+    assert_eq!(list.len(), events.len());
+    let untouched = list.iter().filter(|d| d["attempts"] == 0 && d["status"] == "pending").count();
+    assert!(untouched >= 45, "the backlog was attempted while the endpoint was down: {list:?}");
+    let tried: u64 = list.iter().filter_map(|d| d["attempts"].as_u64()).sum();
+    assert!(tried < 30, "{tried} attempts for {} events", events.len());
+
+    let receiver = Receiver::start_on(port);
+    let hits = receiver.wait("every event", |hits| {
+        events.iter().all(|e| hits.iter().any(|h| &h.id == e && h.kind() == "webhook.test"))
+    });
+    check_signed(&hits, &secret);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let list = api.get(&format!("/v1/webhooks/{hook}/deliveries?limit=500")).expect(200).json();
+        if list.as_array().is_some_and(|l| l.iter().all(|d| d["status"] == "succeeded")) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not all succeeded: {list}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn slow_redirecting_and_huge_endpoints_cost_only_their_attempt() {
     let w = World::start_with_env(&[ALLOW, ("EDGEMAIL_WEBHOOKS_RETRY_INITIAL", "1h")]);

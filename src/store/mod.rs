@@ -2,10 +2,8 @@
 //! `Wtx` and `Rtx` wrap a write and a read transaction and carry the narrow, typed operations
 //! (one file per entity or concern). No redb type leaves this module.
 //!
-//! The sub-modules, top first. A module uses only modules listed below it: by `use`, and by
-//! calling the methods they add to `Wtx` and `Rtx` (`layering.rs` holds store to this). A lower
-//! module that must trigger work above it does not: the upper one does it (removal cleans up
-//! after every entity; the event counting of sent mail lives above the sequence counters).
+//! The sub-modules, top first: one uses (by `use`, or the methods they add to `Wtx`/`Rtx`) only
+//! those below it, as `layering.rs` checks; work above a module is started from above, not by it.
 //! - `backup`       consistent copies between commits, restores, integrity checks
 //! - `migrate`      the schema version stamp and the upgrade steps
 //! - `removal`      what goes with a domain or a mailbox

@@ -375,7 +375,14 @@ fn sigkill_with_hundreds_queued_loses_no_accepted_message() {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert_eq!(missing, 0, "accepted messages never arrived");
+    assert_eq!(
+        missing,
+        0,
+        "accepted messages never arrived ({} before the kill, {} since); server log:\n{}",
+        before,
+        got.len() - before,
+        w.server.log()
+    );
     // Duplicates only for what was in flight at the kill (one at a time here).
     assert!(got.len() <= 300 + 2, "{} deliveries for 300 messages", got.len());
 }

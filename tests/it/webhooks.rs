@@ -428,9 +428,11 @@ fn a_refusing_endpoint_is_probed_not_hammered_and_gets_its_backlog_once_up() {
     for _ in 0..60 {
         events.push(test(&api));
     }
-    // Probes keep going while it is down: wait for two of them.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while attempts(&api, &hook).0 < 5 + 2 {
+    // Probes keep going while it is down: wait for three of them, and long enough that the
+    // dispatcher, were it not holding the backlog, would have tried every event at least once.
+    let since = std::time::Instant::now();
+    let deadline = since + Duration::from_secs(30);
+    while attempts(&api, &hook).0 < 5 + 3 || since.elapsed() < Duration::from_secs(3) {
         assert!(std::time::Instant::now() < deadline, "no probes: {:?}", attempts(&api, &hook));
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -456,6 +458,43 @@ fn a_refusing_endpoint_is_probed_not_hammered_and_gets_its_backlog_once_up() {
         assert!(std::time::Instant::now() < deadline, "not all succeeded: {list}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn a_dead_endpoint_gives_up_its_held_backlog_at_max_age_without_attempts() {
+    let w = World::start_with_env(&[ALLOW, FAST, ("EDGEMAIL_WEBHOOKS_MAX_AGE", "3s")]);
+    let api = w.alpha();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port") // ok: test
+        .port();
+    let (hook, _) = subscribe(&api, &format!("http://127.0.0.1:{port}/ok"));
+    let test = || api.post(&format!("/v1/webhooks/{hook}/test"), json!({})).expect(202);
+    for n in 1..=5 {
+        test();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while attempts(&api, &hook).0 < n {
+            assert!(std::time::Instant::now() < deadline, "no attempt {n}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    for _ in 0..20 {
+        test();
+    }
+    // Held past max_age, the backlog is given up as failed by a probe, never attempted.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let list = loop {
+        let list = api.get(&format!("/v1/webhooks/{hook}/deliveries?limit=500")).expect(200).json();
+        let list = list.as_array().cloned().unwrap_or_default();
+        if list.iter().all(|d| d["status"] == "failed") {
+            break list;
+        }
+        assert!(std::time::Instant::now() < deadline, "the held backlog never expired: {list:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(list.len(), 25);
+    let unattempted = list.iter().filter(|d| d["attempts"] == 0).count();
+    assert!(unattempted >= 15, "the held backlog was attempted: {list:?}");
 }
 
 #[test]

@@ -40,6 +40,7 @@ DNS=$!
 # The rate limit is lifted so that a fast fuzzer is not answered 429 where the document expects
 # something else; mail goes to port 9 of 127.0.0.1 (closed) and is retried later.
 EDGEMAIL_API_RATE_PER_SECOND=1000000 EDGEMAIL_API_BURST=1000000 EDGEMAIL_LOG_LEVEL=warn \
+EDGEMAIL_TOOLS_RATE_PER_MINUTE=1000000 EDGEMAIL_TOOLS_BURST=1000000 \
 EDGEMAIL_DELIVERY_ALLOW_PRIVATE=true EDGEMAIL_WEBHOOKS_ALLOW_PRIVATE=true EDGEMAIL_DELIVERY_PORT=9 \
   "$BIN" serve --demo --data "$DATA" --http 127.0.0.1:0 --smtp 127.0.0.1:0 --nameserver 127.0.0.1:53 \
   >"$DATA/demo.txt" 2>"$DATA/server.log" &

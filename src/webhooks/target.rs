@@ -48,9 +48,15 @@ pub fn parse(url: &str) -> Result<Target, String> {
     if authority.as_str().contains('@') {
         return Err("the URL must not carry a user name or password".into());
     }
-    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    let written = authority.host();
+    let host = written.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() {
         return Err("the URL has no host".into());
+    }
+    // hyper's parser lets through hosts no resolver would take ("a*b"): refuse them now, with a
+    // reason, rather than at every attempt.
+    if host.len() == written.len() && !is_host_name(host) {
+        return Err(format!("{host:?} is not a host name or IP address"));
     }
     let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
     if port == 0 {
@@ -63,6 +69,15 @@ pub fn parse(url: &str) -> Result<Target, String> {
         port,
         authority: authority.as_str().to_ascii_lowercase(),
         path: if path.is_empty() { "/".into() } else { path.to_owned() },
+    })
+}
+
+/// Dot-separated labels of letters, digits and hyphens, 1 to 63 characters each (an IPv4
+/// address is such a name too).
+fn is_host_name(host: &str) -> bool {
+    host.trim_end_matches('.').split('.').all(|label| {
+        (1..=63).contains(&label.len())
+            && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
     })
 }
 
@@ -113,6 +128,9 @@ mod tests {
             "http://u:p@example.com/",
             "http://",
             "http://a b/",
+            "http://0.0.0.0*",
+            "http://a..b/",
+            "http://exa_mple.com/",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

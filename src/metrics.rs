@@ -35,6 +35,11 @@ struct State {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Group {
+    group: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Build {
     version: &'static str,
 }
@@ -48,6 +53,8 @@ pub const WEBHOOK_RESULTS: [&str; 3] = ["succeeded", "retrying", "failed"];
 /// Entries of the delivery queue: due now, or waiting (a scheduled send, a retry).
 pub const QUEUE_STATES: [&str; 2] = ["due", "waiting"];
 const OK_FAILED: [&str; 2] = ["ok", "failed"];
+/// Provider groups of outbound shaping: the built-in ones, and every other MX host together.
+pub const SHAPING_GROUPS: [&str; 5] = ["gmail", "microsoft", "yahoo", "icloud", "other"];
 
 pub struct Metrics {
     registry: Registry,
@@ -65,6 +72,7 @@ pub struct Metrics {
     tls_handshakes: Family<Result, Counter>,
     dns_lookups: Family<Result, Counter>,
     sequence_steps: Counter,
+    delivery_pauses: Family<Group, Counter>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -105,6 +113,7 @@ impl Metrics {
             tls_handshakes: results(&OK_FAILED),
             dns_lookups: results(&OK_FAILED),
             sequence_steps: Counter::default(),
+            delivery_pauses: family(SHAPING_GROUPS.iter().map(|&group| Group { group })),
         };
         m.store_writable.set(1);
         m.register()
@@ -183,6 +192,11 @@ impl Metrics {
             "Sequence steps that queued a message",
             self.sequence_steps.clone(),
         );
+        r.register(
+            format!("{p}delivery_pauses"),
+            "Times a provider group was paused after a throttling answer",
+            self.delivery_pauses.clone(),
+        );
         let build = Family::<Build, Gauge>::default();
         build.get_or_create(&Build { version: env!("CARGO_PKG_VERSION") }).set(1);
         r.register(format!("{p}build_info"), "The running build", build);
@@ -253,6 +267,11 @@ pub fn dns_lookup(ok: bool) {
 
 pub fn sequence_steps(n: u64) {
     METRICS.sequence_steps.inc_by(n);
+}
+
+/// A provider group (one of `SHAPING_GROUPS`) was paused after a throttling answer.
+pub fn delivery_pause(group: &'static str) {
+    METRICS.delivery_pauses.get_or_create(&Group { group }).inc();
 }
 
 /// The queue as the scrape found it: entries due now, entries waiting, and the age of the oldest

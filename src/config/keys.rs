@@ -203,6 +203,8 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.delivery.dns_timeout = parse_duration(v)?;
         Ok(())
     }),
+    ("shaping.pause_initial", |c, v| super::shaping::set_pause(&mut c.shaping, false, v)),
+    ("shaping.pause_max", |c, v| super::shaping::set_pause(&mut c.shaping, true, v)),
     ("http.trusted_proxies", |c, v| {
         c.http.trusted_proxies = parse_ips(v)?;
         Ok(())

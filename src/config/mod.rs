@@ -4,11 +4,13 @@
 
 mod keys;
 mod parse;
+mod shaping;
 #[cfg(test)]
 mod tests;
 
 use keys::{KEYS, Setter};
 pub use parse::{parse_duration, parse_size};
+pub use shaping::{DEFAULT_GROUP, Group, Shaping};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ pub struct Config {
     pub submission: Submission,
     pub imap: Imap,
     pub delivery: Delivery,
+    pub shaping: Shaping,
     pub tools: Tools,
     pub api: Api,
     pub health: Health,
@@ -283,6 +286,7 @@ impl Default for Config {
                 allow_private: false,
                 relay_ca: None,
             },
+            shaping: Shaping::default(),
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
             health: Health {
@@ -355,7 +359,10 @@ pub fn load(
         }
         match KEYS.iter().find(|(key, _)| env_name(key) == name) {
             Some((key, set)) => apply(&mut config, key, *set, &value, &name, &mut problems),
-            None => problems.push(format!("{name}: not a configuration variable")),
+            None => match Shaping::env_key(&name) {
+                Some(key) => apply_group(&mut config, &key, &value, &name, &mut problems),
+                None => problems.push(format!("{name}: not a configuration variable")),
+            },
         }
     }
     for (key, value) in flags {
@@ -369,6 +376,15 @@ pub fn load(
 fn apply(c: &mut Config, key: &str, set: Setter, value: &str, origin: &str, out: &mut Vec<String>) {
     if let Err(e) = set(c, value.trim()) {
         out.push(format!("{key} = {value:?} (from {origin}): {e}"));
+    }
+}
+
+/// A `shaping.<group>.<field>` key (the groups are not a fixed list).
+fn apply_group(c: &mut Config, key: &str, value: &str, origin: &str, out: &mut Vec<String>) {
+    match c.shaping.set(key, value.trim()) {
+        Some(Ok(())) => {}
+        Some(Err(e)) => out.push(format!("{key} = {value:?} (from {origin}): {e}")),
+        None => out.push(format!("{origin}: unknown key {key}")),
     }
 }
 
@@ -387,20 +403,34 @@ fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<
         };
         for (name, value) in entries {
             let key = format!("{section}.{name}");
-            let text = match value {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Boolean(b) => b.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                _ => {
-                    problems.push(format!("{origin}: {key} must be a string, number or boolean"));
-                    continue;
+            if let (Some(group), "shaping") = (value.as_table(), section.as_str()) {
+                for (field, value) in group {
+                    let key = format!("{key}.{field}");
+                    match scalar(value) {
+                        Some(text) => apply_group(config, &key, &text, origin, problems),
+                        None => problems.push(format!("{origin}: {key} must be a scalar")),
+                    }
                 }
+                continue;
+            }
+            let Some(text) = scalar(value) else {
+                problems.push(format!("{origin}: {key} must be a string, number or boolean"));
+                continue;
             };
             match KEYS.iter().find(|(k, _)| *k == key) {
                 Some((_, set)) => apply(config, &key, *set, &text, origin, problems),
                 None => problems.push(format!("{origin}: unknown key {key}")),
             }
         }
+    }
+}
+
+fn scalar(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Boolean(b) => Some(b.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
+        _ => None,
     }
 }

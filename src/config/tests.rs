@@ -38,6 +38,7 @@ fn the_shipped_example_configuration_loads() {
     assert_eq!(c.delivery.retry_initial, Duration::from_secs(300));
     assert_eq!(c.cache_size, DEFAULT_CACHE_SIZE);
     assert_eq!(c.smtp.hostname.as_deref(), Some("mail.example.com"));
+    assert_eq!(c.shaping.groups, Shaping::default().groups, "the example shows the defaults");
     assert_eq!(c.delivery.sending_ips.len(), 2);
     assert_eq!(c.health.dnsbl_zones.last().map(String::as_str), Some("domain:dbl.spamhaus.org"));
 }
@@ -62,4 +63,24 @@ fn durations_and_sizes() {
     assert_eq!(parse_size("1MiB"), Ok(1 << 20));
     assert_eq!(parse_size("64MiB"), Ok(DEFAULT_CACHE_SIZE));
     assert!(parse_size("0").is_err());
+}
+
+#[test]
+fn shaping_groups_come_from_tables_and_variables() {
+    let dir = std::env::temp_dir().join(format!("edgemail-shaping-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok();
+    let file = dir.join("c.toml");
+    let text = "[shaping]\npause_initial = \"5s\"\n[shaping.corp]\nmx_suffixes = \"corp.example\"\n\
+                per_minute = 30\n[shaping.gmail]\nconnections = 2\n";
+    std::fs::write(&file, text).expect("write"); // ok: test
+    let env = vec![("EDGEMAIL_SHAPING_CORP_CONNECTIONS".to_owned(), "3".to_owned())];
+    let c = load(Some(&file), env, &[]).expect("valid"); // ok: test
+    assert_eq!(c.shaping.pause_initial, Duration::from_secs(5));
+    let corp = c.shaping.groups.iter().find(|g| g.name == "corp").expect("corp"); // ok: test
+    assert_eq!((corp.connections, corp.per_minute), (3, 30));
+    assert_eq!(c.shaping.groups[0].connections, 2);
+    let bad = "[shaping.corp]\nper_minit = 1\n";
+    std::fs::write(&file, bad).expect("write"); // ok: test
+    assert!(load(Some(&file), Vec::new(), &[]).is_err());
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -40,11 +40,22 @@ pub struct Session {
     idle_since: Instant,
     /// Whether the session came from the pool (a failure may just mean the peer closed it).
     pub reused: bool,
+    /// The server said 421: it closes the channel, so the session is neither reset nor pooled.
+    closing: bool,
 }
 
 /// A transport failure: the connection is unusable and the transaction's fate unknown.
 #[derive(Debug)]
 pub struct Broken(pub String);
+
+const GREETED: &str = " greeted with ";
+
+impl Broken {
+    /// The server's reply when it refused the session at its greeting (a 421 "too busy").
+    pub fn greeting(&self) -> Option<&str> {
+        self.0.split_once(GREETED).map(|(_, reply)| reply)
+    }
+}
 
 fn text(r: &Response<String>) -> String {
     let esc = if r.esc[0] > 0 {
@@ -112,6 +123,7 @@ impl Session {
         let Some(mail) = replies.first() else {
             return Err(Broken("no reply to MAIL FROM".into()));
         };
+        self.closing = replies.iter().any(|r| r.code == 421);
         if mail.code >= 400 {
             let outcome = classify(mail);
             self.reset().await?;
@@ -132,8 +144,11 @@ impl Session {
         }
         let go = self.cmd("DATA\r\n".into()).await?;
         let outcome = if go.code == 354 {
-            classify(&self.message(message).await?)
+            let done = self.message(message).await?;
+            self.closing = done.code == 421;
+            classify(&done)
         } else {
+            self.closing = go.code == 421;
             let outcome = classify(&go);
             self.reset().await?;
             outcome
@@ -143,6 +158,9 @@ impl Session {
     }
 
     async fn reset(&mut self) -> Result<(), Broken> {
+        if self.closing {
+            return Ok(());
+        }
         self.cmd("RSET\r\n".into()).await.map(|_| ())
     }
 }
@@ -228,6 +246,9 @@ impl Pool {
     }
 
     pub fn put_back(&self, addr: SocketAddr, mut session: Session) {
+        if session.closing {
+            return;
+        }
         session.idle_since = Instant::now();
         session.reused = false;
         if let Ok(mut idle) = self.idle.lock() {
@@ -264,7 +285,7 @@ impl Pool {
         let _ = client.stream.set_nodelay(true);
         let greeting = client.read().await.map_err(broken)?;
         if greeting.code != 220 {
-            return Err(Broken(format!("{addr} greeted with {}", text(&greeting))));
+            return Err(Broken(format!("{addr}{GREETED}{}", text(&greeting))));
         }
         let ehlo = client.ehlo(&self.helo).await.map_err(broken)?;
         let offered = try_tls && ehlo.has_capability(EXT_START_TLS);
@@ -308,6 +329,7 @@ impl Pool {
             pipelining: ehlo.has_capability(EXT_PIPELINING),
             idle_since: Instant::now(),
             reused: false,
+            closing: false,
         })
     }
 }

@@ -11,6 +11,7 @@ pub mod local;
 mod pacing;
 mod remote;
 pub mod retry;
+mod shaping;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -28,7 +29,6 @@ use crate::tracking::Tokens;
 use crate::wake::Wake;
 use client::Pool;
 pub use error::{Error, Result};
-use remote::{deliver, group};
 
 /// What the delivery engine works with: the narrow handles, not the whole server.
 pub struct Deps {
@@ -66,6 +66,8 @@ pub struct Queue {
     per_domain: Mutex<HashMap<String, Arc<Semaphore>>>,
     per_domain_limit: usize,
     pool: Pool,
+    /// The provider groups of mail exchangers, with their limits and pauses.
+    shaper: shaping::Shaper,
     /// The receiving side that takes mail for hosted domains (see `local`).
     local: OnceLock<Arc<dyn local::Local>>,
 }
@@ -91,6 +93,7 @@ impl Queue {
             per_domain: Mutex::new(HashMap::new()),
             per_domain_limit: d.per_domain,
             pool: Pool::new(helo, d.connect_timeout, d.command_timeout, credentials, policy),
+            shaper: shaping::Shaper::new(config.shaping.clone()),
             local: OnceLock::new(),
         }
     }
@@ -243,20 +246,8 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         None => (pending, local::Handover { outcomes: Vec::new(), commit: None }),
     };
     let mut outcomes = handed.outcomes;
-    // One transaction per recipient, each with its own bounce address: a DSN can then only
-    // report the recipient it was issued for (see `Tokens::bounce_address`).
-    for (destination, recipients) in group(app, &pending) {
-        for recipient in &recipients {
-            let n = email
-                .deliveries
-                .iter()
-                .position(|d| d.recipient.eq_ignore_ascii_case(recipient))
-                .unwrap_or(0);
-            let from = app.tokens.bounce_address(&email.summary.id, n, &domain.name);
-            let one = std::slice::from_ref(recipient);
-            outcomes.extend(deliver(app, destination.as_deref(), &from, one, &message).await);
-        }
-    }
+    let remote = remote::deliver_all(app, &email, &domain.name, &pending, &message).await;
+    outcomes.extend(remote.outcomes);
     let now = now_ms();
     let started = email.scheduled_at.unwrap_or(email.summary.created_at);
     let max_age = app.delivery.max_age.as_millis() as u64;
@@ -268,7 +259,14 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
             }
         }
     }
-    let retry_at = now + retry_delay(app, &email).as_millis() as u64;
+    let mut retry_at = now + retry_delay(app, &email).as_millis() as u64;
+    if let Some(held) = remote.held {
+        // Held recipients were not tried: they go when their group takes mail again, or with
+        // the retry of a deferred one if that comes first.
+        let resume = shaping::due_ms(held).max(now + shaping::MIN_HOLD.as_millis() as u64);
+        let deferred = outcomes.iter().any(|(_, o)| matches!(o, Outcome::Deferred(_)));
+        retry_at = if deferred { retry_at.min(resume) } else { resume };
+    }
     finish(app, id, due, outcomes, retry_at, handed.commit).await
 }
 

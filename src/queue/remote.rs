@@ -1,15 +1,19 @@
 //! Delivery to other servers: recipients grouped by destination, the relay or each domain's
-//! mail exchangers tried in preference order, one transaction per pooled session.
+//! mail exchangers tried in preference order, one transaction per pooled session, within the
+//! limits of the destination's provider group (`shaping`).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
 
 use super::Deps;
 use super::client::Broken;
+use super::shaping::{Group, Held, is_throttle};
 use crate::dns::Destination;
-use crate::store::Outcome;
+use crate::store::{Email, Outcome};
 
 /// Recipients grouped by where they are delivered: the relay (`None`) or each recipient domain.
-pub(super) fn group(app: &Deps, recipients: &[String]) -> Vec<(Option<String>, Vec<String>)> {
+fn group(app: &Deps, recipients: &[String]) -> Vec<(Option<String>, Vec<String>)> {
     if app.delivery.relay.is_some() {
         return vec![(None, recipients.to_vec())];
     }
@@ -28,38 +32,110 @@ fn all(recipients: &[String], outcome: Outcome) -> Vec<(String, Outcome)> {
     recipients.iter().map(|r| (r.clone(), outcome.clone())).collect()
 }
 
-/// Delivers to one destination: the relay, or the domain's mail exchangers in preference order.
-pub(super) async fn deliver(
+/// Where one destination's mail goes.
+enum Target {
+    /// The configured smarthost.
+    Relay(String, u16),
+    /// The domain's mail exchangers in preference order, and their provider group.
+    Hosts(Vec<String>, Arc<Group>),
+    /// Nowhere, for now or for good: every recipient gets this outcome without a connection.
+    Settled(Outcome),
+}
+
+async fn target(app: &Deps, domain: Option<&str>) -> Target {
+    match (domain, &app.delivery.relay) {
+        (_, Some(relay)) => {
+            match relay.rsplit_once(':').and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?))) {
+                Some((host, port)) => Target::Relay(host, port),
+                None => Target::Settled(Outcome::Deferred(format!("bad relay address {relay}"))),
+            }
+        }
+        (Some(domain), None) => match app.dns.destination(domain).await {
+            Destination::Hosts(hosts) => {
+                let group = app.queue.shaper.group(hosts.first().map_or(domain, String::as_str));
+                Target::Hosts(hosts, group)
+            }
+            Destination::Never(why) => {
+                Target::Settled(Outcome::Bounced(format!("550 5.1.2 {why}")))
+            }
+            Destination::Unknown(why) => Target::Settled(Outcome::Deferred(why)),
+        },
+        (None, None) => Target::Settled(Outcome::Deferred("no destination".into())),
+    }
+}
+
+/// What delivering to other servers made of the recipients: outcomes, and the recipients held
+/// back by their provider group (no attempt was made for them), with the earliest time to retry.
+#[derive(Default)]
+pub(super) struct Remote {
+    pub outcomes: Vec<(String, Outcome)>,
+    pub held: Option<Instant>,
+}
+
+impl Remote {
+    fn hold(&mut self, recipient: &str, held: Held) {
+        tracing::debug!(%recipient, why = held.why, "held by its provider group");
+        self.held = Some(self.held.map_or(held.until, |h| h.min(held.until)));
+    }
+}
+
+/// Delivers `message` to `pending` (none of them hosted here). One transaction per recipient,
+/// each with its own bounce address: a DSN can then only report the recipient it was issued for
+/// (see `Tokens::bounce_address`).
+pub(super) async fn deliver_all(
     app: &Deps,
-    domain: Option<&str>,
+    email: &Email,
+    sender_domain: &str,
+    pending: &[String],
+    message: &[u8],
+) -> Remote {
+    let mut remote = Remote::default();
+    for (domain, recipients) in group(app, pending) {
+        let target = target(app, domain.as_deref()).await;
+        for recipient in &recipients {
+            if let Target::Hosts(_, group) = &target
+                && let Err(held) = group.admit()
+            {
+                remote.hold(recipient, held);
+                continue;
+            }
+            let n = email
+                .deliveries
+                .iter()
+                .position(|d| d.recipient.eq_ignore_ascii_case(recipient))
+                .unwrap_or(0);
+            let from = app.tokens.bounce_address(&email.summary.id, n, sender_domain);
+            let one = std::slice::from_ref(recipient);
+            let label = domain.as_deref().unwrap_or("relay");
+            remote.outcomes.extend(deliver(app, label, &target, &from, one, message).await);
+        }
+    }
+    remote
+}
+
+/// Delivers to one destination: the relay, or the domain's mail exchangers in preference order.
+async fn deliver(
+    app: &Deps,
+    domain: &str,
+    target: &Target,
     from: &str,
     recipients: &[String],
     message: &[u8],
 ) -> Vec<(String, Outcome)> {
-    let _slot = app.queue.domain_slot(domain.unwrap_or("relay")).await;
+    let _slot = app.queue.domain_slot(domain).await;
     let port = app.delivery.port;
-    let hosts: Vec<(String, u16)> = match (domain, &app.delivery.relay) {
-        (_, Some(relay)) => {
-            match relay.rsplit_once(':').and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?))) {
-                Some(target) => vec![target],
-                None => {
-                    return all(
-                        recipients,
-                        Outcome::Deferred(format!("bad relay address {relay}")),
-                    );
-                }
-            }
+    let (hosts, group): (Vec<(String, u16)>, _) = match target {
+        Target::Relay(host, port) => (vec![(host.clone(), *port)], None),
+        Target::Hosts(hosts, group) => {
+            (hosts.iter().map(|h| (h.clone(), port)).collect(), Some(group))
         }
-        (Some(domain), None) => match app.dns.destination(domain).await {
-            Destination::Hosts(hosts) => hosts.into_iter().map(|h| (h, port)).collect(),
-            Destination::Never(why) => {
-                return all(recipients, Outcome::Bounced(format!("550 5.1.2 {why}")));
-            }
-            Destination::Unknown(why) => return all(recipients, Outcome::Deferred(why)),
-        },
-        (None, None) => return Vec::new(),
+        Target::Settled(outcome) => return all(recipients, outcome.clone()),
     };
-    let relay = domain.is_none();
+    let _connection = match group {
+        Some(group) => group.connection().await,
+        None => None,
+    };
+    let relay = group.is_none();
     let allow_private = relay || app.delivery.allow_private;
     // What the API caller sees stays generic: connection errors of particular hosts and ports
     // would make the send API a port scanner. The details go to the log.
@@ -81,13 +157,28 @@ pub(super) async fn deliver(
             reached_any = true;
             let addr = SocketAddr::new(ip, port);
             match transact(app, addr, &host, from, recipients, message).await {
-                Ok(outcomes) => return outcomes,
-                Err(e) => tracing::info!(%host, %addr, error = %e.0, "delivery connection failed"),
+                Ok(outcomes) => {
+                    if let Some(group) = group {
+                        heed(app, group, &outcomes);
+                    }
+                    return outcomes;
+                }
+                Err(e) => {
+                    tracing::info!(%host, %addr, error = %e.0, "delivery connection failed");
+                    // A server too busy to greet us speaks for the whole group: trying its other
+                    // hosts now is the hammering the pause exists to prevent.
+                    if let (Some(group), Some(reply)) = (group, e.greeting())
+                        && is_throttle(reply)
+                    {
+                        group.throttled(&app.queue.shaper.config, reply);
+                        return all(recipients, Outcome::Deferred(reply.to_owned()));
+                    }
+                }
             }
         }
     }
     if !reached_any {
-        tracing::warn!(domain = domain.unwrap_or("relay"), "no public mail exchanger; refused");
+        tracing::warn!(domain, "no public mail exchanger; refused");
         return all(
             recipients,
             Outcome::Failed("550 5.4.4 the domain's mail exchangers have no public address".into()),
@@ -99,6 +190,22 @@ pub(super) async fn deliver(
         "4.4.1 no mail exchanger could be reached"
     };
     all(recipients, Outcome::Deferred(text.into()))
+}
+
+/// What a transaction's answers mean for the group: a throttling answer pauses it, a delivery
+/// resets its backoff.
+fn heed(app: &Deps, group: &Group, outcomes: &[(String, Outcome)]) {
+    let throttled = outcomes.iter().find_map(|(_, o)| match o {
+        Outcome::Deferred(reply) if is_throttle(reply) => Some(reply),
+        _ => None,
+    });
+    match throttled {
+        Some(reply) => group.throttled(&app.queue.shaper.config, reply),
+        None if outcomes.iter().any(|(_, o)| matches!(o, Outcome::Delivered(_))) => {
+            group.delivered()
+        }
+        None => {}
+    }
 }
 
 /// One transaction on a pooled session; a reused session that turns out dead gets one retry on

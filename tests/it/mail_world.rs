@@ -23,10 +23,12 @@ pub struct MailWorld {
 }
 
 /// Settings that keep retries fast in tests.
-const FAST: [(&str, &str); 4] = [
+const FAST: [(&str, &str); 6] = [
     ("EDGEMAIL_LOG_LEVEL", "edgemail=debug,info"),
     ("EDGEMAIL_DELIVERY_RETRY_INITIAL", "300ms"),
     ("EDGEMAIL_DELIVERY_RETRY_MAX_INTERVAL", "1s"),
+    ("EDGEMAIL_SHAPING_PAUSE_INITIAL", "300ms"),
+    ("EDGEMAIL_SHAPING_PAUSE_MAX", "1s"),
     ("EDGEMAIL_DELIVERY_DNS_TIMEOUT", "500ms"),
 ];
 

@@ -47,6 +47,7 @@ mod send_fields;
 mod sender_groups;
 mod sequence_delivery;
 mod sequences;
+mod shaping;
 mod storage_faults;
 mod submission;
 mod tools;

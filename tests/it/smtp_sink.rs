@@ -43,6 +43,8 @@ struct State {
     /// Lowercased address -> replies still to give to its RCPT commands.
     rcpt_replies: HashMap<String, VecDeque<String>>,
     data_reply: Option<String>,
+    /// A greeting other than 220 for every connection (the connection closes after it).
+    greeting: Option<String>,
     commands: Vec<(usize, String)>,
 }
 
@@ -67,8 +69,13 @@ pub struct Sink {
 impl Sink {
     /// Listens on 127.0.0.1:0 and serves in background threads.
     pub fn start() -> Sink {
-        let listener =
-            TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("smtp sink: bind 127.0.0.1:0");
+        Sink::start_on(Ipv4Addr::LOCALHOST, 0)
+    }
+
+    /// Listens on `ip:port` (another loopback address, on the port of a first sink: the
+    /// server delivers to one MX port, so a second destination needs its own address).
+    pub fn start_on(ip: Ipv4Addr, port: u16) -> Sink {
+        let listener = TcpListener::bind((ip, port)).expect("smtp sink: bind");
         let addr = listener.local_addr().expect("smtp sink: local address");
         let shared =
             Arc::new(Shared { state: Mutex::new(State::default()), stop: AtomicBool::new(false) });
@@ -148,6 +155,11 @@ impl Sink {
     pub fn set_rcpt_reply(&self, address: &str, replies: Vec<&str>) {
         let queue = replies.into_iter().map(str::to_owned).collect();
         self.shared.state().rcpt_replies.insert(address.to_lowercase(), queue);
+    }
+
+    /// Greets every new connection with `reply` (such as "421 4.7.0 busy") and closes it.
+    pub fn set_greeting(&self, reply: &str) {
+        self.shared.state().greeting = Some(reply.to_owned());
     }
 
     /// The final reply to the next message data (once), e.g. "554 5.6.0 rejected"; the message is
@@ -242,6 +254,11 @@ fn serve(stream: TcpStream, connection: usize, shared: &Shared) -> std::io::Resu
     let mut conn =
         Conn { writer: stream.try_clone()?, reader: BufReader::new(stream), pending: Vec::new() };
     let mut session = Session { connection, greeted: false, mail_from: None, rcpt_to: Vec::new() };
+    let refusal = shared.state().greeting.clone();
+    if let Some(refusal) = refusal {
+        conn.reply(&refusal);
+        return conn.flush();
+    }
     conn.reply("220 sink ESMTP");
 
     let mut buf = Vec::new();

@@ -101,6 +101,13 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// Adds `counts` to `domain`'s counters of the day holding `at` directly. Only for history
+    /// without stored deliveries to count from: the dashboard's browser test draws a month
+    /// with it.
+    pub fn add_day_counts(&mut self, domain: &str, at: u64, counts: &DayCounts) -> Result<()> {
+        self.bump_day(domain, at, |c| c.add(counts))
+    }
+
     /// Counts a DSN bounce for a recipient whose status was `was` since `counted_at`.
     pub(super) fn count_late_bounce(
         &mut self,

@@ -41,6 +41,12 @@ impl<'a> Call<'a> {
 
     /// Runs the handler; answers its JSON body.
     pub async fn run(self, handler: Handler) -> Result<Value> {
+        Ok(self.run_page(handler).await?.0)
+    }
+
+    /// Runs a listing handler; answers its JSON body and the cursor of the next page, taken
+    /// from the `Link` header the API announces it in.
+    pub async fn run_page(self, handler: Handler) -> Result<(Value, Option<String>)> {
         let ctx = Ctx {
             app: self.ctx.app.clone(),
             principal: Some(self.user.principal.clone()),
@@ -51,8 +57,21 @@ impl<'a> Call<'a> {
             headers: hyper::HeaderMap::new(),
         };
         let reply: Reply = handler(ctx).await?;
-        serde_json::from_slice(&reply.body).map_err(Error::internal)
+        let next = reply
+            .headers
+            .iter()
+            .find(|(name, _)| name == hyper::header::LINK)
+            .and_then(|(_, value)| value.to_str().ok())
+            .and_then(next_cursor);
+        Ok((serde_json::from_slice(&reply.body).map_err(Error::internal)?, next))
     }
+}
+
+/// The `cursor` of a `Link: <URL>; rel="next"` value.
+fn next_cursor(link: &str) -> Option<String> {
+    let url = link.strip_prefix('<')?.split_once('>')?.0;
+    let query = url.split_once('?')?.1;
+    crate::http::request::query_pairs(query).find(|(k, _)| k == "cursor").map(|(_, v)| v.into())
 }
 
 /// What a failed call tells the user: the message and hint of the API's error object.

@@ -13,12 +13,14 @@ use crate::http::{Ctx, Reply};
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
     let user = gate!(visitor(&ctx));
-    let mut query = "limit=200".to_owned();
-    if let Some(cursor) = ctx.query_value("cursor") {
-        query.push_str(&format!("&cursor={}", enc(&cursor)));
+    let mut query = "limit=100".to_owned();
+    let cursor = ctx.query_value("cursor");
+    if let Some(cursor) = &cursor {
+        query.push_str(&format!("&cursor={}", enc(cursor)));
     }
     let call = Call::new(&ctx, &user).query(query);
-    let found = or_page!(call.run(handler!(contacts::list)).await, &user, "/ui/contacts");
+    let (found, next) =
+        or_page!(call.run_page(handler!(contacts::list)).await, &user, "/ui/contacts");
     let body = html! {
         table {
             thead { tr { th { "Email" } th { "Name" } th { "Updated" } th { "Actions" } } }
@@ -40,6 +42,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
             }
         }
         @if items(&found).is_empty() { p.muted { "No contacts yet." } }
+        (super::mail::pager("/ui/contacts", cursor.is_some(), next.as_deref()))
         h2 { "Add a contact" }
         form.card method="post" action="/ui/contacts" {
             (csrf_field(&user.csrf))

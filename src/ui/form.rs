@@ -22,4 +22,9 @@ impl Form {
     pub fn text(&self, name: &str) -> String {
         self.get(name).unwrap_or("").trim().to_owned()
     }
+
+    /// Every value of a field (checkboxes of one name).
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.pairs.iter().filter(|(k, _)| k == name).map(|(_, v)| v.clone()).collect()
+    }
 }

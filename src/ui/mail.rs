@@ -1,6 +1,8 @@
 //! Mail: a mailbox's folders, a folder's messages, and one message. A message's HTML is shown
 //! in a sandboxed frame loaded from its own route, whose policy lets nothing load from anywhere
-//! (remote images, fonts and styles of the sender stay blocked) and runs no script.
+//! (remote images, fonts and styles of the sender stay blocked) and runs no script. Remote
+//! images load only in a view the user asked for (`?remote=1`): a tracking pixel tells the
+//! sender the mail was read, so that is the reader's choice, one view at a time.
 
 use bytes::Bytes;
 use maud::html;
@@ -17,6 +19,19 @@ use crate::store::Folder;
 /// A message body: inline styles and embedded images only, and a frame of this dashboard only.
 const BODY_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
      font-src data:; form-action 'none'; frame-ancestors 'self'; base-uri 'none'; sandbox";
+/// The same, with remote images allowed (asked for per view); scripts, frames, fonts and
+/// stylesheets from elsewhere stay blocked.
+const BODY_CSP_REMOTE: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+     img-src data: http: https:; font-src data:; form-action 'none'; frame-ancestors 'self'; \
+     base-uri 'none'; sandbox";
+
+/// Messages per page of a folder.
+const PAGE: usize = 50;
+
+/// Whether this view asked for remote content.
+fn remote(ctx: &Ctx) -> bool {
+    ctx.query_value("remote").as_deref() == Some("1")
+}
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
     let user = gate!(visitor(&ctx));
@@ -29,9 +44,14 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         let body = html! { p { "No mailbox yet. " a href="/ui/mailboxes" { "Create one" } "." } };
         return Ok(page(&user, "/ui/mail", "Mail", body));
     };
-    let query = format!("mailbox={}&folder={}&limit=100", enc(&mailbox), enc(&folder));
+    let here = format!("/ui/mail?mailbox={}&folder={}", enc(&mailbox), enc(&folder));
+    let mut query = format!("mailbox={}&folder={}&limit={PAGE}", enc(&mailbox), enc(&folder));
+    let cursor = ctx.query_value("cursor");
+    if let Some(cursor) = &cursor {
+        query.push_str(&format!("&cursor={}", enc(cursor)));
+    }
     let call = Call::new(&ctx, &user).query(query);
-    let found = or_page!(call.run(handler!(emails::list)).await, &user, "/ui/mail");
+    let (found, next) = or_page!(call.run_page(handler!(emails::list)).await, &user, "/ui/mail");
     let body = html! {
         nav aria-label="Mailboxes" {
             ul.folders {
@@ -66,8 +86,22 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
             }
         }
         @if items(&found).is_empty() { p.muted { "No messages in this folder." } }
+        (pager(&here, cursor.is_some(), next.as_deref()))
     };
     Ok(page(&user, "/ui/mail", "Mail", body))
+}
+
+/// Links to the first and the next page of a listing paged by cursor.
+pub(super) fn pager(base: &str, paged: bool, next: Option<&str>) -> maud::Markup {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    html! {
+        @if paged || next.is_some() {
+            nav.pager aria-label="Pages" {
+                @if paged { a href=(base) { "First page" } }
+                @if let Some(next) = next { a href={ (base) (sep) "cursor=" (enc(next)) } rel="next" { "Next page" } }
+            }
+        }
+    }
 }
 
 fn subject(m: &serde_json::Value) -> String {
@@ -92,8 +126,16 @@ pub async fn show(ctx: Ctx) -> Result<Reply> {
             dt { "Status" } dd { (field(&m, "status")) }
         }
         @if m["html"].is_string() {
-            p.muted { "Remote content (images, fonts, styles from the web) is blocked in this view." }
-            iframe.message sandbox="" title="Message content" src={ "/ui/mail/" (enc(&id)) "/body" } {}
+            @let here = format!("/ui/mail/{}", enc(&id));
+            @if remote(&ctx) {
+                p.muted { "Remote images are shown in this view; scripts stay blocked. "
+                    a href=(here) { "Block remote content" } }
+                iframe.message sandbox="" title="Message content" src={ (here) "/body?remote=1" } {}
+            } @else {
+                p.muted { "Remote content (images, fonts, styles from the web) is blocked in this view. "
+                    a.button href={ (here) "?remote=1" } { "Load remote content" } }
+                iframe.message sandbox="" title="Message content" src={ (here) "/body" } {}
+            }
         } @else {
             pre.card { (field(&m, "text")) }
         }
@@ -109,6 +151,6 @@ pub async fn body(ctx: Ctx) -> Result<Reply> {
     let m = call.run(handler!(emails::get)).await?;
     let html = m["html"].as_str().unwrap_or_default().to_owned();
     let mut reply = Reply::raw("text/html; charset=utf-8", Bytes::from(html));
-    secure(&mut reply, BODY_CSP);
+    secure(&mut reply, if remote(&ctx) { BODY_CSP_REMOTE } else { BODY_CSP });
     Ok(reply)
 }

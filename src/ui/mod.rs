@@ -8,6 +8,7 @@ pub mod form;
 pub mod layout;
 pub mod session;
 
+mod chart;
 mod compose;
 mod contacts;
 mod domain;

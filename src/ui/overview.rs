@@ -1,7 +1,9 @@
 //! Overview: the last 30 days of sent, delivered, bounced and opened mail as a chart drawn on
 //! the server (SVG, no script), and the domain's health score.
 
-use maud::{Markup, html};
+use maud::html;
+
+use super::chart::{Day, SERIES, chart};
 
 use super::call::{Call, field};
 use super::layout;
@@ -14,25 +16,12 @@ use crate::store::DayCounts;
 
 const DAYS: u64 = 30;
 const DAY_MS: u64 = 86_400_000;
-const W: u64 = 600;
-const H: u64 = 200;
-const PAD: u64 = 24;
-
-/// A series of the chart: name, CSS class, colour, value of a day.
-type Series = (&'static str, &'static str, &'static str, fn(&DayCounts) -> u64);
-
-const SERIES: [Series; 4] = [
-    ("sent", "s-sent", "#1d4ed8", |c| c.sent),
-    ("delivered", "s-delivered", "#15803d", |c| c.delivered),
-    ("bounced", "s-bounced", "#b91c1c", |c| c.bounced),
-    ("opened", "s-opened", "#a16207", |c| c.opened),
-];
 
 pub async fn page(ctx: Ctx) -> Result<Reply> {
     let user = gate!(visitor(&ctx));
     let domain = user.domain.clone();
     let now = crate::ids::now_ms();
-    let days: Vec<DayCounts> = ctx
+    let counts: Vec<DayCounts> = ctx
         .app
         .store
         .read(move |r| {
@@ -42,12 +31,18 @@ pub async fn page(ctx: Ctx) -> Result<Reply> {
     let report = Call::new(&ctx, &user).run(handler!(health::domain_health)).await;
     let body = html! {
         h2 { "Last 30 days" }
-        (chart(&days))
-        ul.legend {
-            @for (name, class, _, value) in SERIES {
-                li { span class={ "sw " (class) } {} (name) ": " (days.iter().map(value).sum::<u64>()) }
+        @let days = labelled(now, counts);
+        ul.legend aria-label="Totals over 30 days" {
+            @for s in &SERIES {
+                li {
+                    svg class={ "swatch " (s.class) } viewBox="0 0 28 10" width="28" height="10" aria-hidden="true" {
+                        line x1="0" y1="5" x2="28" y2="5" stroke-width="2" stroke-dasharray=(s.dash) {}
+                    }
+                    (s.name) ": " (days.iter().map(|d| (s.value)(&d.counts)).sum::<u64>())
+                }
             }
         }
+        (chart(&days))
         h2 { "Health" }
         @match &report {
             Ok(r) => {
@@ -59,31 +54,16 @@ pub async fn page(ctx: Ctx) -> Result<Reply> {
     Ok(layout::page(&user, "/ui/overview", "Overview", body))
 }
 
-/// One line per series over the days, scaled to the largest value.
-fn chart(days: &[DayCounts]) -> Markup {
-    let max =
-        days.iter().flat_map(|d| SERIES.iter().map(move |s| (s.3)(d))).max().unwrap_or(0).max(1);
-    let n = days.len().max(2) as u64 - 1;
-    let x = |i: usize| PAD + (i as u64) * (W - 2 * PAD) / n;
-    let y = |v: u64| H - PAD - v * (H - 2 * PAD) / max;
-    let points = |f: fn(&DayCounts) -> u64| -> String {
-        days.iter()
-            .enumerate()
-            .map(|(i, d)| format!("{},{}", x(i), y(f(d))))
-            .collect::<Vec<_>>()
-            .join(" ")
+/// The days, oldest first, with their labels ("24 Nov").
+fn labelled(now: u64, counts: Vec<DayCounts>) -> Vec<Day> {
+    let n = counts.len() as u64;
+    let label = |back: u64| {
+        let when = layout::when(now - back * DAY_MS);
+        when.split_whitespace().skip(1).take(2).collect::<Vec<_>>().join(" ")
     };
-    html! {
-        svg.chart xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (W) " " (H) } role="img" aria-labelledby="chart-title" {
-            title #chart-title { "Messages per day over the last 30 days: sent, delivered, bounced and opened" }
-            line x1=(PAD) y1=(H - PAD) x2=(W - PAD) y2=(H - PAD) stroke="#9ca3af" {}
-            line x1=(PAD) y1=(PAD) x2=(PAD) y2=(H - PAD) stroke="#9ca3af" {}
-            text x=(PAD + 4) y=(PAD - 8) font-size="11" fill="#4b5563" { (max) }
-            text x=(PAD) y=(H - 6) font-size="11" fill="#4b5563" { "30 days ago" }
-            text x=(W - PAD) y=(H - 6) font-size="11" fill="#4b5563" text-anchor="end" { "today" }
-            @for (_, _, colour, value) in SERIES {
-                polyline points=(points(value)) fill="none" stroke=(colour) stroke-width="2" {}
-            }
-        }
-    }
+    counts
+        .into_iter()
+        .zip((0..n).rev())
+        .map(|(counts, back)| Day { label: label(back), counts })
+        .collect()
 }

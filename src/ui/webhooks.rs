@@ -10,6 +10,7 @@ use crate::api::webhooks;
 use crate::error::Result;
 use crate::handler;
 use crate::http::{Ctx, Reply};
+use crate::store::EventType;
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
     let user = gate!(visitor(&ctx));
@@ -38,7 +39,12 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
             input #url type="url" name="url" required;
             label for="description" { "Description (optional)" }
             input #description type="text" name="description";
-            p.muted { "It receives every event type; narrow it with PATCH /v1/webhooks/{id}." }
+            fieldset {
+                legend { "Events (none ticked: every event type)" }
+                @for t in EventType::ALL {
+                    label.check { input type="checkbox" name="events" value=(t.name()); (t.name()) }
+                }
+            }
             button type="submit" { "Create webhook" }
         }
     };
@@ -51,6 +57,10 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
     let description = form.text("description");
     if !description.is_empty() {
         body["description"] = json!(description);
+    }
+    let events = form.all("events");
+    if !events.is_empty() {
+        body["events"] = json!(events);
     }
     let outcome = Call::new(&ctx, &user).body(&body).run(handler!(webhooks::create)).await;
     act(&user, outcome, |h| {

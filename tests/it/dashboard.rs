@@ -11,7 +11,7 @@ use crate::harness::{A, World};
 use crate::webdriver::{Browser, ENTER, TAB};
 
 /// Every page of the navigation: path and the heading it shows.
-const PAGES: [(&str, &str); 10] = [
+pub(crate) const PAGES: [(&str, &str); 10] = [
     ("/ui/overview", "Overview"),
     ("/ui/domain", "Domain"),
     ("/ui/mailboxes", "Mailboxes"),

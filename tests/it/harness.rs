@@ -87,6 +87,12 @@ impl Seed {
         self.store.write_blocking(move |w| w.insert_email(&email)).expect("insert email");
     }
 
+    /// Adds to `domain`'s daily counters of the day holding `at`.
+    pub fn day_counts(&self, domain: &str, at: u64, counts: edgemail::store::DayCounts) {
+        let d = domain.to_owned();
+        self.store.write_blocking(move |w| w.add_day_counts(&d, at, &counts)).expect("counts");
+    }
+
     pub fn close(self) {
         self.store.close();
     }

@@ -20,6 +20,8 @@ mod bounces;
 mod cli;
 mod contacts;
 mod dashboard;
+mod dashboard_look;
+mod dashboard_mail;
 mod dist;
 mod downloads;
 mod durability;

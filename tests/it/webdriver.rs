@@ -163,6 +163,39 @@ impl Browser {
         self.cmd("POST", "/actions", Some(body));
     }
 
+    /// Runs `script` (a function body; `arguments` are `args`) in the current frame.
+    pub fn execute(&self, script: &str, args: Value) -> Value {
+        self.cmd("POST", "/execute/sync", Some(json!({ "script": script, "args": args })))
+    }
+
+    /// Makes the frame `element` the current one for `execute`, `find` and the rest.
+    pub fn enter_frame(&self, element: &str) {
+        self.cmd("POST", "/frame", Some(json!({ "id": { ELEMENT: element } })));
+    }
+
+    /// Back to the page itself.
+    pub fn leave_frames(&self) {
+        self.cmd("POST", "/frame", Some(json!({ "id": null })));
+    }
+
+    /// A PNG of the viewport.
+    pub fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine;
+        let b64 = self.cmd("GET", "/screenshot", None);
+        let b64 = b64.as_str().expect("a base64 screenshot");
+        base64::engine::general_purpose::STANDARD.decode(b64).expect("base64")
+    }
+
+    /// Resizes the browser window (outer size in CSS pixels).
+    pub fn window(&self, width: u32, height: u32) {
+        self.cmd("POST", "/window/rect", Some(json!({ "width": width, "height": height })));
+    }
+
+    /// One Chrome DevTools command (chromedriver's extension), e.g. media emulation.
+    pub fn devtools(&self, cmd: &str, params: Value) -> Value {
+        self.cmd("POST", "/goog/cdp/execute", Some(json!({ "cmd": cmd, "params": params })))
+    }
+
     /// The console entries since the last call (chromedriver's log of the browser).
     pub fn console(&self) -> Vec<Value> {
         let logs = self.cmd("POST", "/se/log", Some(json!({ "type": "browser" })));

@@ -46,6 +46,7 @@ mod send;
 mod send_fields;
 mod sender_groups;
 mod sequence_delivery;
+mod sequence_outbound;
 mod sequences;
 mod storage_faults;
 mod submission;

@@ -3,10 +3,11 @@
 
 use redb::ReadableTable;
 
+use super::super::emails::VariantOf;
 use super::super::error::{Error, Result};
 use super::super::status::EnrollmentStatus;
 use super::super::tables::*;
-use super::super::{Rtx, Tables, Wtx, decode, encode, get_json, scan_index};
+use super::super::{Rtx, Tables, Wtx, decode, drain_domain, encode, get_json, scan_index};
 use super::{Enrollment, MessageCounters, Sequence};
 
 pub(super) fn sequence(tx: &impl Tables, id: &str) -> Result<Option<Sequence>> {
@@ -90,14 +91,19 @@ impl Wtx<'_> {
         Ok(cancelled)
     }
 
-    /// Updates the message counters of the sequence a sent message belongs to.
+    /// Updates the message counters of the sequence a sent message belongs to, and those of the
+    /// step variant it was.
     pub fn bump_sequence(
         &mut self,
         id: &str,
-        change: impl FnOnce(&mut MessageCounters),
+        variant: Option<&VariantOf>,
+        change: impl Fn(&mut MessageCounters),
     ) -> Result<()> {
         if let Some(mut sequence) = self.load_sequence(id)? {
             change(&mut sequence.counters);
+            if let Some(v) = variant {
+                change(sequence.variant_counters(v.step, v.index));
+            }
             self.save_sequence(&sequence)?;
         }
         Ok(())
@@ -125,6 +131,7 @@ impl Wtx<'_> {
             }
             self.tx.open_table(SEQUENCES)?.remove(id.as_str())?;
             self.tx.open_table(SEQUENCES_BY_DOMAIN)?.remove((domain, id.as_str()))?;
+            drain_domain(&mut self.tx.open_table(ENROLLMENTS_BY_SEQUENCE)?, id)?;
         }
         // Ended enrollments kept their records for the sequence's counters: they go with it.
         let mut enrollments = self.tx.open_table(ENROLLMENTS)?;

@@ -10,8 +10,17 @@ use super::super::error::{Error, Result};
 use super::super::events::{EventType, enrollment_data};
 use super::super::status::EnrollmentStatus;
 use super::super::tables::*;
-use super::super::{Wtx, decode, encode};
+use super::super::{Rtx, Wtx, decode, encode};
 use super::{Enrollment, Sequence};
+
+/// A contact to enroll, checked by the caller.
+#[derive(Debug, Clone)]
+pub struct EnrollInput {
+    pub email: String,
+    pub merge_fields: BTreeMap<String, String>,
+    /// IANA zone the sending window is read in for this contact.
+    pub timezone: Option<String>,
+}
 
 /// Whether an enrollment may move from `from` to `to`. Replies and bounces that arrive after the
 /// last step still count: a completed enrollment can become `replied` or `bounced`.
@@ -42,7 +51,7 @@ impl Wtx<'_> {
         &mut self,
         domain: &str,
         id: &str,
-        contacts: Vec<(String, BTreeMap<String, String>)>,
+        contacts: Vec<EnrollInput>,
         now: u64,
     ) -> Result<Vec<String>> {
         let mut sequence = self.owned_sequence(domain, id)?;
@@ -56,7 +65,7 @@ impl Wtx<'_> {
             ));
         }
         let mut ids = Vec::new();
-        for (email, merge_fields) in contacts {
+        for EnrollInput { email, merge_fields, timezone } in contacts {
             let key = email.to_ascii_lowercase();
             if self.tx.open_table(ENROLLMENTS_ACTIVE)?.get((id, key.as_str()))?.is_some() {
                 continue;
@@ -74,12 +83,16 @@ impl Wtx<'_> {
                 thread: None,
                 thread_subject: None,
                 last_email: None,
+                timezone,
+                mailbox: None,
+                from_header: None,
                 created_at: now,
                 updated_at: now,
             };
             let eid = enrollment.id.as_str();
             self.tx.open_table(ENROLLMENTS_ACTIVE)?.insert((id, key.as_str()), eid)?;
             self.tx.open_table(ENROLLMENTS_DUE)?.insert((now, eid), ())?;
+            self.tx.open_table(ENROLLMENTS_BY_SEQUENCE)?.insert((id, eid), ())?;
             self.save_enrollment(&enrollment)?;
             sequence.stats.total += 1;
             sequence.stats.active += 1;
@@ -176,5 +189,34 @@ impl Wtx<'_> {
             out.push(value.value().to_owned());
         }
         Ok(out)
+    }
+}
+
+/// A page of a sequence's enrollments and whether more follow.
+pub type EnrollmentPage = (Vec<Enrollment>, bool);
+
+impl Rtx {
+    /// Up to `limit` enrollments of the sequence in enrollment order, after the one `after`.
+    pub fn enrollments(&self, sequence: &str, after: &str, limit: usize) -> Result<EnrollmentPage> {
+        let index = self.tx.open_table(ENROLLMENTS_BY_SEQUENCE)?;
+        let records = self.tx.open_table(ENROLLMENTS)?;
+        let mut out = Vec::new();
+        for entry in index.range((sequence, after)..)? {
+            let (key, _) = entry?;
+            let (s, id) = key.value();
+            if s != sequence {
+                break;
+            }
+            if id == after {
+                continue;
+            }
+            if out.len() == limit {
+                return Ok((out, true));
+            }
+            if let Some(v) = records.get(id)? {
+                out.push(decode(v.value())?);
+            }
+        }
+        Ok((out, false))
     }
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::http::request::int_param;
 use crate::http::{Ctx, Reply};
-use crate::store::{MessageCounters, Suppression};
+use crate::store::{MessageCounters, Sequence, Step, Suppression};
 
 /// The domains a request covers, and whether the answer is a single object.
 pub(super) async fn scope(ctx: &Ctx) -> Result<(Vec<String>, bool)> {
@@ -99,6 +99,60 @@ struct CampaignRow {
     click_rate: f64,
     reply_rate: f64,
     bounce_rate: f64,
+    /// Sequences only: one row per variant of each A/B step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variants: Option<Vec<VariantRow>>,
+}
+
+/// The counters of one variant of a sequence step, with the rates of a campaign row.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VariantRow {
+    step: u32,
+    variant: u32,
+    subject: String,
+    sent: u64,
+    delivered: u64,
+    opened: u64,
+    clicked: u64,
+    replied: u64,
+    bounced: u64,
+    open_rate: f64,
+    click_rate: f64,
+    reply_rate: f64,
+    bounce_rate: f64,
+}
+
+/// Every variant of the sequence's A/B steps, in step order, counted or not yet.
+fn variant_rows(s: &Sequence) -> Vec<VariantRow> {
+    let mut rows = Vec::new();
+    for (step, variants) in s.steps.iter().enumerate().filter_map(|(i, step)| match step {
+        Step::SendEmail { variants, .. } if !variants.is_empty() => Some((i as u32, variants)),
+        _ => None,
+    }) {
+        for (variant, v) in variants.iter().enumerate() {
+            let variant = variant as u32;
+            let found = s.variants.iter().find(|c| (c.step, c.variant) == (step, variant));
+            let c =
+                CampaignRow::new(&s.domain, &found.map(|c| c.counters.clone()).unwrap_or_default());
+            rows.push(VariantRow {
+                step,
+                variant,
+                subject: v.subject.clone(),
+                sent: c.sent,
+                delivered: c.delivered,
+                opened: c.opened,
+                clicked: c.clicked,
+                replied: c.replied,
+                bounced: c.bounced,
+                open_rate: c.open_rate,
+                click_rate: c.click_rate,
+                reply_rate: c.reply_rate,
+                bounce_rate: c.bounce_rate,
+            });
+        }
+    }
+    rows
 }
 
 /// `part / whole` as a fraction in 0..=1, 0 when nothing was sent.
@@ -124,6 +178,7 @@ impl CampaignRow {
             click_rate: rate(c.clicked, c.delivered),
             reply_rate: rate(c.replied, c.delivered),
             bounce_rate: rate(c.bounced, c.sent),
+            variants: None,
         }
     }
 }
@@ -165,6 +220,7 @@ pub async fn campaign_stats(ctx: Ctx) -> Result<Reply> {
                             continue;
                         }
                         let mut row = CampaignRow::new(domain, &s.counters);
+                        row.variants = Some(variant_rows(&s));
                         row.id = Some(s.id);
                         row.name = Some(s.name);
                         rows.push(row);

@@ -15,6 +15,7 @@ pub mod passwords;
 pub mod send;
 pub mod send_fields;
 pub mod sender_groups;
+pub mod sequence_input;
 pub mod sequences;
 pub mod suppressions;
 pub mod tools;
@@ -72,6 +73,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::PATCH, "/v1/sequences/{id}", Domain, handler!(sequences::update)),
         r(Method::DELETE, "/v1/sequences/{id}", Domain, handler!(sequences::delete)),
         r(Method::POST, "/v1/sequences/{id}/enroll", Domain, handler!(sequences::enroll)),
+        r(Method::GET, "/v1/sequences/{id}/enrollments", Domain, handler!(sequences::enrollments)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
         r(Method::POST, "/v1/suppressions", Domain, handler!(suppressions::create)),
         r(Method::DELETE, "/v1/suppressions/{email}", Domain, handler!(suppressions::delete)),
@@ -120,9 +122,9 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = contacts::parse_upsert(data);
     let _ = suppressions::parse_create(data);
     let _ = send::parse(data, "example.com", 0);
-    let _ = sequences::parse_create(data, "example.com");
-    let _ = sequences::parse_status(data);
-    let _ = sequences::parse_enroll(data);
+    let _ = sequence_input::parse_create(data, "example.com");
+    let _ = sequence_input::parse_update(data, "example.com");
+    let _ = sequence_input::parse_enroll(data);
     let _ = tools::parse_subject_lines(data);
     let _ = tools::parse_validate(data);
     let _ = health::parse_check(data);

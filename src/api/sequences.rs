@@ -1,140 +1,29 @@
-//! `/v1/sequences`: multi-step follow-ups. Steps are validated here; running them is the
-//! engine's job (`crate::sequences`), which a change here wakes.
+//! `/v1/sequences`: multi-step follow-ups. Bodies are checked in `sequence_input`; running the
+//! steps is the engine's job (`crate::sequences`), which a change here wakes.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::paging;
+use super::sequence_input::{SenderChoice, parse_create, parse_enroll, parse_update};
 use crate::error::{Error, Result};
-use crate::http::request::parse_json;
+use crate::http::request::int_param;
 use crate::http::{Ctx, Reply};
 use crate::ids::{new_id, now_ms};
-use crate::store::{EnrollmentStats, Sequence, Step};
-
-pub const MAX_STEPS: usize = 50;
-pub const MAX_ENROLL: usize = 100;
-const MAX_DELAY_MS: u64 = 366 * 86_400_000;
-const MAX_MERGE_FIELDS: usize = 50;
-const MAX_MERGE_VALUE: usize = 2000;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateSequence {
-    name: String,
-    from: String,
-    steps: Vec<StepInput>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StepInput {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    subject: Option<String>,
-    #[serde(default)]
-    html: Option<String>,
-    #[serde(default, rename = "delayMs")]
-    delay_ms: Option<u64>,
-}
-
-/// A validated create request: `(name, from address, steps)`.
-pub fn parse_create(body: &[u8], domain: &str) -> Result<(String, String, Vec<Step>)> {
-    let input: CreateSequence = parse_json(body)?;
-    let name = super::input::name("name", &input.name, 200)?;
-    let from = super::input::sender(&input.from, domain)?;
-    if input.steps.is_empty() || input.steps.len() > MAX_STEPS {
-        return Err(Error::invalid(
-            format!("`steps` must hold 1 to {MAX_STEPS} steps; got {}", input.steps.len()),
-            "start with a send_email step",
-        ));
-    }
-    let steps = input
-        .steps
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| parse_step(i, s))
-        .collect::<Result<Vec<Step>>>()?;
-    match &steps[0] {
-        Step::SendEmail { subject, .. } if !subject.trim().is_empty() => {}
-        Step::SendEmail { .. } => {
-            return Err(Error::invalid(
-                "`steps[0].subject` must not be empty",
-                "the first message needs a subject; later ones may leave it empty to reply as \
-                 \"Re: <first subject>\"",
-            ));
-        }
-        Step::Delay { .. } => {
-            return Err(Error::invalid(
-                "the first step must be a send_email step",
-                "move the delay after the first send_email step",
-            ));
-        }
-    }
-    Ok((name, from, steps))
-}
-
-fn parse_step(i: usize, s: StepInput) -> Result<Step> {
-    let field = |f: &str| format!("steps[{i}].{f}");
-    match s.kind.as_str() {
-        "send_email" => {
-            if s.delay_ms.is_some() {
-                return Err(Error::invalid(
-                    format!("`{}` is not a field of a send_email step", field("delayMs")),
-                    "put the wait in a separate delay step",
-                ));
-            }
-            let (Some(subject), Some(html)) = (s.subject, s.html) else {
-                return Err(Error::invalid(
-                    format!("`{}` and `{}` are required", field("subject"), field("html")),
-                    "a send_email step has a subject and an html body",
-                ));
-            };
-            if subject.contains(['\r', '\n']) || subject.chars().count() > 998 {
-                return Err(Error::invalid(
-                    format!("`{}` must be one line of at most 998 characters", field("subject")),
-                    "remove line breaks from the subject",
-                ));
-            }
-            if html.trim().is_empty() {
-                return Err(Error::invalid(
-                    format!("`{}` must not be empty", field("html")),
-                    "give the message body as HTML",
-                ));
-            }
-            Ok(Step::SendEmail { subject, html })
-        }
-        "delay" => {
-            if s.subject.is_some() || s.html.is_some() {
-                return Err(Error::invalid(
-                    format!("a delay step (`steps[{i}]`) has only `type` and `delayMs`"),
-                    "put the message in a send_email step",
-                ));
-            }
-            match s.delay_ms {
-                Some(ms) if (1..=MAX_DELAY_MS).contains(&ms) => Ok(Step::Delay { delay_ms: ms }),
-                _ => Err(Error::invalid(
-                    format!(
-                        "`{}` must be an integer from 1 to {MAX_DELAY_MS} (milliseconds)",
-                        field("delayMs")
-                    ),
-                    "for three days use 259200000",
-                )),
-            }
-        }
-        other => Err(Error::invalid(
-            format!("`{}` must be send_email or delay; got {other:?}", field("type")),
-            "each step is {\"type\": \"send_email\", ...} or {\"type\": \"delay\", ...}",
-        )),
-    }
-}
+use crate::store::{
+    EnrollInput, Enrollment, EnrollmentStats, EnrollmentStatus, SendingWindow, Sequence, Step, Wtx,
+};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct View<'a> {
     id: &'a str,
     name: &'a str,
-    from: &'a str,
+    /// Null when the sequence sends from a sender group.
+    from: Option<&'a str>,
+    sender_group_id: Option<&'a str>,
+    sending_window: Option<&'a SendingWindow>,
     status: &'a str,
     steps: &'a [Step],
     created_at: u64,
@@ -148,7 +37,9 @@ fn view(s: &Sequence, listed: bool) -> View<'_> {
     View {
         id: &s.id,
         name: &s.name,
-        from: &s.from,
+        from: s.sender_group_id.is_none().then_some(s.from.as_str()),
+        sender_group_id: s.sender_group_id.as_deref(),
+        sending_window: s.sending_window.as_ref(),
         status: &s.status,
         steps: &s.steps,
         created_at: s.created_at,
@@ -166,59 +57,112 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
 
 pub async fn create(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
-    let (name, from, steps) = parse_create(&ctx.body, &domain)?;
-    let (local, _) = from.rsplit_once('@').unwrap_or_default();
-    let (local, d) = (local.to_owned(), domain.clone());
-    let mailbox = ctx.app.store.read(move |r| r.mailbox(&d, &local)).await?.ok_or_else(|| {
-        Error::invalid(
-            format!("`from` {from} is not a mailbox of your domain"),
-            "create it first with POST /v1/mailboxes",
-        )
-    })?;
-    let from_header =
-        crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
-    let sequence = Sequence {
+    let input = parse_create(&ctx.body, &domain)?;
+    let mut sequence = Sequence {
         id: new_id("seq"),
-        domain,
-        name,
-        from: mailbox.address,
-        from_header,
+        domain: domain.clone(),
+        name: input.name,
+        from: String::new(),
+        from_header: String::new(),
+        sender_group_id: None,
+        rotation: 0,
+        sending_window: input.window,
         status: "active".into(),
-        steps,
+        steps: input.steps,
         created_at: now_ms(),
         stats: EnrollmentStats::default(),
         counters: Default::default(),
+        variants: Vec::new(),
     };
-    let stored = sequence.clone();
-    ctx.app.store.write(move |w| w.create_sequence(&stored)).await?;
+    let sender = input.sender;
+    let sequence = ctx
+        .app
+        .store
+        .write(move |w| -> Result<Sequence> {
+            set_sender(w, &mut sequence, sender)?;
+            w.create_sequence(&sequence)?;
+            Ok(sequence)
+        })
+        .await?;
     Reply::created(&view(&sequence, false))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StatusChange {
-    status: String,
-}
-
-pub fn parse_status(body: &[u8]) -> Result<&'static str> {
-    let input: StatusChange = parse_json(body)?;
-    match input.status.as_str() {
-        "paused" => Ok("paused"),
-        "active" => Ok("active"),
-        other => Err(Error::invalid(
-            format!("`status` must be paused or active; got {other:?}"),
-            "to end a sequence, DELETE it",
-        )),
+/// Points the sequence at one mailbox or a sender group, which must be the domain's (a group
+/// with at least one mailbox). Enrollments that already have a mailbox keep it.
+fn set_sender(w: &mut Wtx<'_>, sequence: &mut Sequence, sender: SenderChoice) -> Result<()> {
+    match sender {
+        SenderChoice::Mailbox(from) => {
+            let (local, _) = from.rsplit_once('@').unwrap_or_default();
+            let mailbox = w.mailbox_in_write(&sequence.domain, local)?.ok_or_else(|| {
+                Error::invalid(
+                    format!("`from` {from} is not a mailbox of your domain"),
+                    "create it first with POST /v1/mailboxes",
+                )
+            })?;
+            sequence.from_header =
+                crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
+            sequence.from = mailbox.address;
+            sequence.sender_group_id = None;
+        }
+        SenderChoice::Group(id) => {
+            let group = w.group_in_write(&sequence.domain, &id)?.ok_or_else(|| {
+                Error::invalid(
+                    format!("`senderGroupId` {id} is not a sender group of your domain"),
+                    "GET /v1/sender-groups lists them; POST /v1/sender-groups makes one",
+                )
+            })?;
+            if group.mailboxes.is_empty() {
+                return Err(Error::invalid(
+                    format!("`senderGroupId` {id} names a group without mailboxes"),
+                    "add mailboxes to the group with PATCH /v1/sender-groups/{id}",
+                ));
+            }
+            sequence.from = String::new();
+            sequence.from_header = String::new();
+            sequence.sender_group_id = Some(group.id);
+        }
     }
+    Ok(())
 }
 
 pub async fn update(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
-    let status = parse_status(&ctx.body)?;
-    let sequence =
-        ctx.app.store.write(move |w| w.set_sequence_status(&domain, &id, status, now_ms())).await?;
-    if status == "active" {
+    let update = parse_update(&ctx.body, &domain)?;
+    let resumed = update.status == Some("active");
+    let sequence = ctx
+        .app
+        .store
+        .write(move |w| -> Result<Sequence> {
+            let now = now_ms();
+            let mut sequence = match update.status {
+                Some(status) => w.set_sequence_status(&domain, &id, status, now)?,
+                None => w
+                    .load_sequence(&id)?
+                    .filter(|s| s.domain == domain)
+                    .ok_or_else(|| Error::not_found("sequence"))?,
+            };
+            if update.sender.is_none() && update.window.is_none() {
+                return Ok(sequence);
+            }
+            if sequence.status == "completed" {
+                return Err(Error::invalid(
+                    "the sequence is completed; it can no longer be changed",
+                    "create a new sequence",
+                ));
+            }
+            if let Some(sender) = update.sender {
+                set_sender(w, &mut sequence, sender)?;
+            }
+            if let Some(window) = update.window {
+                sequence.sending_window = window;
+            }
+            w.save_sequence(&sequence)?;
+            Ok(sequence)
+        })
+        .await?;
+    // A resumed sequence, or a window that may now be open, has steps to look at.
+    if resumed || sequence.sending_window.is_some() {
         ctx.app.sequences.wake();
     }
     Reply::ok(&serde_json::json!({ "id": sequence.id, "status": sequence.status }))
@@ -235,54 +179,6 @@ pub async fn delete(ctx: Ctx) -> Result<Reply> {
         "status": "completed",
         "cancelledEnrollments": cancelled,
     }))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EnrollRequest {
-    contacts: Vec<EnrollContact>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EnrollContact {
-    email: String,
-    #[serde(default, rename = "mergeFields")]
-    merge_fields: BTreeMap<String, String>,
-}
-
-/// The contacts of an enroll request, checked for count and merge-field sizes (addresses are
-/// screened afterwards, like recipients of a send).
-pub fn parse_enroll(body: &[u8]) -> Result<Vec<(String, BTreeMap<String, String>)>> {
-    let input: EnrollRequest = parse_json(body)?;
-    let n = input.contacts.len();
-    if n == 0 || n > MAX_ENROLL {
-        return Err(Error::invalid(
-            format!("`contacts` must hold 1 to {MAX_ENROLL} entries; got {n}"),
-            "split larger lists over several requests",
-        ));
-    }
-    for (i, c) in input.contacts.iter().enumerate() {
-        if c.merge_fields.len() > MAX_MERGE_FIELDS {
-            return Err(Error::invalid(
-                format!("`contacts[{i}].mergeFields` has more than {MAX_MERGE_FIELDS} fields"),
-                "keep only the fields the steps use",
-            ));
-        }
-        if let Some((k, _)) =
-            c.merge_fields.iter().find(|(k, v)| k.len() > 64 || v.chars().count() > MAX_MERGE_VALUE)
-        {
-            return Err(Error::invalid(
-                format!(
-                    "`contacts[{i}].mergeFields.{}` is too long (names up to 64 bytes, values \
-                     up to {MAX_MERGE_VALUE} characters)",
-                    k.chars().take(64).collect::<String>()
-                ),
-                "shorten the field",
-            ));
-        }
-    }
-    Ok(input.contacts.into_iter().map(|c| (c.email, c.merge_fields)).collect())
 }
 
 pub async fn enroll(ctx: Ctx) -> Result<Reply> {
@@ -302,18 +198,15 @@ pub async fn enroll(ctx: Ctx) -> Result<Reply> {
             "resume a paused sequence with PATCH {\"status\": \"active\"}",
         ));
     }
-    let addresses: Vec<String> = contacts.iter().map(|(e, _)| e.clone()).collect();
+    let addresses: Vec<String> = contacts.iter().map(|c| c.email.clone()).collect();
     let screened =
         crate::screening::screen(&ctx.app.store, &ctx.app.dns, &domain, &addresses).await?;
     // Screening normalizes and de-duplicates; the first entry of an address gives its fields.
     let mut accepted = Vec::with_capacity(screened.accepted.len());
     for address in screened.accepted {
-        let fields = contacts
-            .iter()
-            .find(|(e, _)| e.trim().eq_ignore_ascii_case(&address))
-            .map(|(_, f)| f.clone())
-            .unwrap_or_default();
-        accepted.push((address, fields));
+        if let Some(c) = contacts.iter().find(|c| c.email.trim().eq_ignore_ascii_case(&address)) {
+            accepted.push(EnrollInput { email: address, ..c.clone() });
+        }
     }
     let ids = ctx.app.store.write(move |w| w.enroll(&domain, &id, accepted, now_ms())).await?;
     ctx.app.sequences.wake();
@@ -322,4 +215,65 @@ pub async fn enroll(ctx: Ctx) -> Result<Reply> {
         "skipped": contacts.len() - ids.len(),
         "enrollmentIds": ids,
     }))
+}
+
+/// An enrollment as listed: where it stands and when its next step is due.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EnrollmentView<'a> {
+    id: &'a str,
+    email: &'a str,
+    status: EnrollmentStatus,
+    /// Index of the next step to run.
+    step: u32,
+    merge_fields: &'a BTreeMap<String, String>,
+    timezone: Option<&'a str>,
+    /// The mailbox it sends from, once its first step has run.
+    mailbox: Option<&'a str>,
+    /// When its next step runs (a step waiting for the sending window shows when it opens).
+    next_send_at: Option<u64>,
+    created_at: u64,
+    updated_at: u64,
+}
+
+fn enrollment_view(e: &Enrollment) -> EnrollmentView<'_> {
+    EnrollmentView {
+        id: &e.id,
+        email: &e.email,
+        status: e.status,
+        step: e.step,
+        merge_fields: &e.merge_fields,
+        timezone: e.timezone.as_deref(),
+        mailbox: e.mailbox.as_deref(),
+        next_send_at: e.due.filter(|_| e.status.is_active()),
+        created_at: e.created_at,
+        updated_at: e.updated_at,
+    }
+}
+
+/// `GET /v1/sequences/{id}/enrollments`: the sequence's enrollments in enrollment order, paged
+/// like the contact list (`limit`, and a `Link` to the next page).
+pub async fn enrollments(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let id = ctx.param("id").to_owned();
+    let path = format!("/v1/sequences/{id}/enrollments");
+    let limit = int_param(ctx.query_value("limit"), "limit", 1, 500, 100)? as usize;
+    let after = ctx.query_value("cursor").map(|c| paging::parse_contact_cursor(&c)).transpose()?;
+    let (page, more) = ctx
+        .app
+        .store
+        .read(move |r| -> Result<_> {
+            r.sequence(&id)?
+                .filter(|s| s.domain == domain)
+                .ok_or_else(|| Error::not_found("sequence"))?;
+            Ok(r.enrollments(&id, after.as_deref().unwrap_or(""), limit)?)
+        })
+        .await?;
+    let views: Vec<EnrollmentView<'_>> = page.iter().map(enrollment_view).collect();
+    let mut reply = Reply::ok(&views)?;
+    if let Some(last) = page.last().filter(|_| more) {
+        let cursor = paging::contact_cursor(&last.id);
+        paging::link_next(&mut reply, &path, ctx.query.as_deref(), &cursor);
+    }
+    Ok(reply)
 }

@@ -4,6 +4,8 @@
 //! Enrollments waiting on a delay are not looked at until their time comes.
 
 pub mod merge;
+mod sender;
+pub mod window;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -16,9 +18,12 @@ use crate::ids::now_ms;
 use crate::mail::outbound::Outbound;
 use crate::mail::text::html_to_text;
 use crate::shutdown::Shutdown;
-use crate::store::{Email, Enrollment, EnrollmentStatus, SendType, Sequence, Step, Store, Wtx};
+use crate::store::{
+    Email, Enrollment, EnrollmentStatus, SendType, Sequence, Step, Store, VariantOf, Wtx,
+};
 use crate::wake::Wake;
 use merge::{Target, fill};
+use sender::Sender;
 
 /// Due steps advanced per transaction.
 const BATCH: usize = 256;
@@ -96,7 +101,8 @@ fn advance_all(w: &mut Wtx<'_>, due: &[(u64, String)], now: u64) -> Result<usize
     Ok(sent)
 }
 
-/// Runs the enrollment's steps from its current one until a delay or the end.
+/// Runs the enrollment's steps from its current one until a delay, a closed sending window or the
+/// end.
 fn advance(
     w: &mut Wtx<'_>,
     e: &mut Enrollment,
@@ -105,16 +111,78 @@ fn advance(
     now: u64,
 ) -> Result<usize> {
     e.due = None;
+    let Some(sender) = gate(w, e, sequence, due, now)? else { return Ok(0) };
+    let mut sent = 0;
+    loop {
+        let Some(step) = sequence.steps.get(e.step as usize).cloned() else {
+            w.transition(e, sequence, EnrollmentStatus::Completed, now)?;
+            return Ok(sent);
+        };
+        if matches!(step, Step::SendEmail { .. })
+            && let Some(open) = window_wait(sequence, e, now)
+        {
+            w.schedule_enrollment(e, open)?;
+            return Ok(sent);
+        }
+        let index = e.step;
+        e.step += 1;
+        e.updated_at = now;
+        match step {
+            Step::Delay { delay_ms } => {
+                w.schedule_enrollment(e, now.saturating_add(delay_ms))?;
+                return Ok(sent);
+            }
+            Step::SendEmail { subject, html, variants } => {
+                let (subject, html, variant) = match variants.is_empty() {
+                    true => (subject, html, None),
+                    false => {
+                        let at = sequence.next_variant(index, variants.len());
+                        let v = &variants[at as usize];
+                        (
+                            v.subject.clone(),
+                            v.html.clone(),
+                            Some(VariantOf { step: index, index: at }),
+                        )
+                    }
+                };
+                let mut email = compose(e, sequence, &sender, &subject, &html, now);
+                email.variant = variant;
+                if e.thread.is_none() {
+                    e.thread = email.message_id.clone();
+                    e.thread_subject = Some(email.summary.subject.clone());
+                }
+                e.last_email = Some(email.summary.id.clone());
+                w.enqueue(&email, now)?;
+                w.note_sequence_mail(&email.summary.mailbox, &e.email, &email.summary.id)?;
+                sequence.counters.sent += 1;
+                if let Some(v) = variant {
+                    sequence.variant_counters(v.step, v.index).sent += 1;
+                }
+                sent += 1;
+            }
+        }
+    }
+}
+
+/// What is checked when a step comes due before anything runs: the sequence's status, the
+/// contact's suppression and a mailbox to send from. `None` when the enrollment waits or ended.
+fn gate(
+    w: &mut Wtx<'_>,
+    e: &mut Enrollment,
+    sequence: &mut Sequence,
+    due: u64,
+    now: u64,
+) -> Result<Option<Sender>> {
     match sequence.status.as_str() {
         "paused" => {
             // Checked when the step is due: it waits, parked, until the sequence resumes.
             e.parked = true;
             e.due = Some(due);
-            return Ok(0);
+            return Ok(None);
         }
         "completed" => {
             w.transition(e, sequence, EnrollmentStatus::Cancelled, now)?;
-            return Ok(0);
+            return Ok(None);
         }
         _ => {}
     }
@@ -125,44 +193,37 @@ fn advance(
             EnrollmentStatus::Cancelled
         };
         w.transition(e, sequence, status, now)?;
-        return Ok(0);
+        return Ok(None);
     }
-    if !w.mailbox_exists(&sequence.from)? {
-        // The sending mailbox was deleted: nothing may go out in its name any more.
+    let sender = sender::sticky(w, e, sequence)?;
+    if sender.is_none() {
+        // The sending mailbox was deleted (or the group has none left): nothing may go out in
+        // its name any more.
         w.transition(e, sequence, EnrollmentStatus::Cancelled, now)?;
-        return Ok(0);
     }
-    let mut sent = 0;
-    loop {
-        let Some(step) = sequence.steps.get(e.step as usize).cloned() else {
-            w.transition(e, sequence, EnrollmentStatus::Completed, now)?;
-            return Ok(sent);
-        };
-        e.step += 1;
-        e.updated_at = now;
-        match step {
-            Step::Delay { delay_ms } => {
-                w.schedule_enrollment(e, now.saturating_add(delay_ms))?;
-                return Ok(sent);
-            }
-            Step::SendEmail { subject, html } => {
-                let email = compose(e, sequence, &subject, &html, now);
-                if e.thread.is_none() {
-                    e.thread = email.message_id.clone();
-                    e.thread_subject = Some(email.summary.subject.clone());
-                }
-                e.last_email = Some(email.summary.id.clone());
-                w.enqueue(&email, now)?;
-                w.note_sequence_mail(&email.summary.mailbox, &e.email, &email.summary.id)?;
-                sequence.counters.sent += 1;
-                sent += 1;
-            }
-        }
-    }
+    Ok(sender)
+}
+
+/// When the sequence's sending window is closed now for this contact: the time it next opens.
+/// The enrollment's own time zone wins over the window's.
+fn window_wait(sequence: &Sequence, e: &Enrollment, now: u64) -> Option<u64> {
+    let window = sequence.sending_window.as_ref()?;
+    let name = e.timezone.as_deref().unwrap_or(&window.timezone);
+    // Zones are checked when given; one that a later build no longer knows reads as UTC.
+    let zone = window::zone(name).unwrap_or(jiff::tz::TimeZone::UTC);
+    let open = window::next_open(window, &zone, now);
+    (open > now).then_some(open)
 }
 
 /// The message of one `send_email` step: merge fields filled, threaded under the first message.
-fn compose(e: &Enrollment, sequence: &Sequence, subject: &str, html: &str, now: u64) -> Email {
+fn compose(
+    e: &Enrollment,
+    sequence: &Sequence,
+    sender: &Sender,
+    subject: &str,
+    html: &str,
+    now: u64,
+) -> Email {
     let mut subject = fill(subject, &e.merge_fields, &e.email, Target::Subject);
     if subject.trim().is_empty()
         && let Some(first) = &e.thread_subject
@@ -172,8 +233,8 @@ fn compose(e: &Enrollment, sequence: &Sequence, subject: &str, html: &str, now: 
     let html = fill(html, &e.merge_fields, &e.email, Target::Html);
     Outbound {
         kind: SendType::Sequence,
-        mailbox: sequence.from.clone(),
-        from: sequence.from_header.clone(),
+        mailbox: sender.mailbox.clone(),
+        from: sender.from_header.clone(),
         to: vec![e.email.clone()],
         subject,
         text: html_to_text(&html),

@@ -86,7 +86,7 @@ impl Wtx<'_> {
             })?;
         }
         if let Some(sequence) = &email.sequence_id {
-            self.bump_sequence(sequence, |c| match event {
+            self.bump_sequence(sequence, email.variant.as_ref(), |c| match event {
                 Event::Delivered => c.delivered += 1,
                 Event::Bounced => c.bounced += 1,
                 Event::BouncedAfterDelivery => {

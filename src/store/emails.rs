@@ -96,6 +96,15 @@ pub struct Summary {
     pub has_attachments: bool,
 }
 
+/// The variant of a sequence step a message was sent as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariantOf {
+    /// Index of the step in the sequence.
+    pub step: u32,
+    /// Index of the variant in the step's `variants`.
+    pub index: u32,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Email {
@@ -128,6 +137,9 @@ pub struct Email {
     pub sequence_id: Option<String>,
     #[serde(default)]
     pub enrollment_id: Option<String>,
+    /// For a sequence step sent as one of its variants: which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<VariantOf>,
     /// For mail we send: the blind copies (delivered to, never written into the message).
     #[serde(default)]
     pub bcc: Vec<String>,

@@ -160,6 +160,15 @@ impl Wtx<'_> {
     }
 }
 
+impl Wtx<'_> {
+    /// The group, for the sequence engine choosing a sending mailbox inside its write.
+    pub fn group_in_write(&self, domain: &str, id: &str) -> Result<Option<SenderGroup>> {
+        let table = self.tx.open_table(GROUPS)?;
+        let found = table.get((domain, id))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+}
+
 impl Rtx {
     pub fn groups(&self, domain: &str) -> Result<Vec<SenderGroup>> {
         scan_domain(&self.tx.open_table(GROUPS)?, domain)

@@ -91,6 +91,7 @@ fn without_bodies(e: &Email) -> Email {
         in_reply_to_id: e.in_reply_to_id.clone(),
         sequence_id: e.sequence_id.clone(),
         enrollment_id: e.enrollment_id.clone(),
+        variant: e.variant,
         bcc: e.bcc.clone(),
         tags: e.tags.clone(),
         metadata: e.metadata.clone(),

@@ -2,7 +2,7 @@
 //! last wrote it; opening an older file runs each upgrade step in order inside one transaction, and
 //! a file from a newer release is refused rather than misread.
 
-use redb::{Database, ReadableTable, WriteTransaction};
+use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
 
 use super::batches::Batch;
 use super::error::{Error, Result};
@@ -118,6 +118,22 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(IMAP_FOLDERS)?;
     tx.open_table(IMAP_UIDS)?;
     tx.open_table(IMAP_MESSAGES)?;
+    index_enrollments(tx)
+}
+
+/// Enrollments made before their per-sequence index existed are indexed once, on the first
+/// open that finds the index empty while enrollments exist (no version bump: an older build
+/// simply does not read the index).
+fn index_enrollments(tx: &WriteTransaction) -> Result<()> {
+    let mut index = tx.open_table(ENROLLMENTS_BY_SEQUENCE)?;
+    if !index.is_empty()? {
+        return Ok(());
+    }
+    for entry in tx.open_table(ENROLLMENTS)?.iter()? {
+        let (key, value) = entry?;
+        let e: super::Enrollment = super::decode(value.value())?;
+        index.insert((e.sequence_id.as_str(), key.value()), ())?;
+    }
     Ok(())
 }
 

@@ -106,7 +106,7 @@ pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};
 pub use pacing::Slot;
 pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use removal::Removed;
-pub use sequences::{Enrollment, EnrollmentStats, MessageCounters, Sequence, Step};
+pub use sequences::*;
 pub use stats::{DayCounts, day_of};
 pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
 pub use suppressions::Suppression;

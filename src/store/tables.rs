@@ -67,6 +67,9 @@ pub const ENROLLMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("enro
 /// "already enrolled" check and the set a pause, resume or cancel walks.
 pub const ENROLLMENTS_ACTIVE: TableDefinition<(&str, &str), &str> =
     TableDefinition::new("enrollments_active");
+/// (sequence id, enrollment id) -> (): a sequence's enrollments in enrollment order, for listing.
+pub const ENROLLMENTS_BY_SEQUENCE: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("enrollments_by_sequence");
 /// (due time, enrollment id) -> (): enrollments whose next step waits for that time.
 pub const ENROLLMENTS_DUE: TableDefinition<(u64, &str), ()> =
     TableDefinition::new("enrollments_due");

@@ -48,6 +48,7 @@ mod send;
 mod send_fields;
 mod sender_groups;
 mod sequence_delivery;
+mod sequence_outbound;
 mod sequences;
 mod shaping;
 mod storage_faults;

@@ -1,0 +1,48 @@
+//! The due index: an enrollment waiting for its next step sits in `ENROLLMENTS_DUE` under its due
+//! time, so the engine's work is one range read of what is due.
+
+use super::super::error::Result;
+use super::super::tables::*;
+use super::super::{Rtx, Wtx};
+use super::Enrollment;
+
+/// Due `(time, enrollment id)` entries, and the due time of the next entry after them.
+pub type DueSteps = (Vec<(u64, String)>, Option<u64>);
+
+impl Wtx<'_> {
+    /// Removes the due entry `(due, id)` and returns its enrollment, or `None` when the entry is
+    /// gone (another pass took it, or the enrollment ended meanwhile).
+    pub fn take_due_enrollment(&mut self, due: u64, id: &str) -> Result<Option<Enrollment>> {
+        if self.tx.open_table(ENROLLMENTS_DUE)?.remove((due, id))?.is_none() {
+            return Ok(None);
+        }
+        self.load_enrollment(id)
+    }
+
+    pub fn schedule_enrollment(&mut self, e: &mut Enrollment, due: u64) -> Result<()> {
+        e.due = Some(due);
+        self.tx.open_table(ENROLLMENTS_DUE)?.insert((due, e.id.as_str()), ())?;
+        Ok(())
+    }
+}
+
+impl Rtx {
+    /// Up to `limit` enrollment steps due at or before `now`, earliest first, and the due time of
+    /// the first entry after them (when the scan stopped at a future one).
+    pub fn due_enrollments(&self, now: u64, limit: usize) -> Result<DueSteps> {
+        let table = self.tx.open_table(ENROLLMENTS_DUE)?;
+        let mut out = Vec::new();
+        for entry in table.range((0u64, "")..)? {
+            let (key, _) = entry?;
+            let (due, id) = key.value();
+            if due > now {
+                return Ok((out, Some(due)));
+            }
+            if out.len() == limit {
+                return Ok((out, Some(due)));
+            }
+            out.push((due, id.to_owned()));
+        }
+        Ok((out, None))
+    }
+}

@@ -1,0 +1,206 @@
+//! Sequences and their enrollments, by concept: `definitions` (a sequence's life and counters),
+//! `enrollments` (enrolling, and every status change, which keeps the sequence's counters in step
+//! with its enrollments) and `due` (the index of what is due when, so enrollments waiting on long
+//! delays cost nothing until then). The records they share are defined here.
+
+mod definitions;
+mod due;
+mod enrollments;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::status::EnrollmentStatus;
+
+pub use super::emails::VariantOf;
+pub use enrollments::{EnrollInput, EnrollmentPage};
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Step {
+    SendEmail {
+        /// Empty, like `html`, when the step has `variants`.
+        #[serde(default)]
+        subject: String,
+        #[serde(default)]
+        html: String,
+        /// A/B alternatives: each enrollment gets one, in turn, so they split evenly.
+        #[serde(default)]
+        variants: Vec<Variant>,
+    },
+    Delay {
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+    },
+}
+
+/// A step as the API shows it (and as it is stored): a `send_email` step carries either its
+/// `subject` and `html` or its `variants`, never empty stand-ins for the others.
+impl Serialize for Step {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        match self {
+            Step::SendEmail { subject, html, variants } => {
+                map.serialize_entry("type", "send_email")?;
+                if variants.is_empty() {
+                    map.serialize_entry("subject", subject)?;
+                    map.serialize_entry("html", html)?;
+                } else {
+                    map.serialize_entry("variants", variants)?;
+                }
+            }
+            Step::Delay { delay_ms } => {
+                map.serialize_entry("type", "delay")?;
+                map.serialize_entry("delayMs", delay_ms)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// One alternative message of a `send_email` step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Variant {
+    pub subject: String,
+    pub html: String,
+}
+
+/// The local days and hours in which a sequence's messages may go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendingWindow {
+    /// `mon` to `sun`.
+    pub days: Vec<String>,
+    /// `HH:MM`, `start` before `end`.
+    pub start: String,
+    pub end: String,
+    /// IANA name; an enrollment's own zone wins over it.
+    pub timezone: String,
+}
+
+/// The message counters of one variant of one step.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VariantCounters {
+    pub step: u32,
+    pub variant: u32,
+    #[serde(flatten)]
+    pub counters: MessageCounters,
+}
+
+/// Enrollment counts by status.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EnrollmentStats {
+    pub total: u64,
+    pub active: u64,
+    pub completed: u64,
+    pub replied: u64,
+    pub bounced: u64,
+    pub cancelled: u64,
+}
+
+impl EnrollmentStats {
+    fn slot(&mut self, status: EnrollmentStatus) -> &mut u64 {
+        match status {
+            EnrollmentStatus::Active => &mut self.active,
+            EnrollmentStatus::Completed => &mut self.completed,
+            EnrollmentStatus::Replied => &mut self.replied,
+            EnrollmentStatus::Bounced => &mut self.bounced,
+            EnrollmentStatus::Cancelled => &mut self.cancelled,
+        }
+    }
+}
+
+/// Message counters of a campaign (a sequence or a batch): what campaign stats report.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MessageCounters {
+    pub sent: u64,
+    pub delivered: u64,
+    pub opened: u64,
+    pub clicked: u64,
+    pub replied: u64,
+    pub bounced: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sequence {
+    pub id: String,
+    pub domain: String,
+    pub name: String,
+    /// The sending mailbox's address; empty when the sequence sends from a sender group.
+    pub from: String,
+    /// The From header: the address with the mailbox's display name at creation time.
+    pub from_header: String,
+    /// The sender group whose mailboxes take turns, one per enrollment (instead of `from`).
+    #[serde(default)]
+    pub sender_group_id: Option<String>,
+    /// How many enrollments the group has given a mailbox: the round-robin's position.
+    #[serde(default)]
+    pub rotation: u64,
+    #[serde(default)]
+    pub sending_window: Option<SendingWindow>,
+    pub status: String,
+    pub steps: Vec<Step>,
+    pub created_at: u64,
+    pub stats: EnrollmentStats,
+    #[serde(default)]
+    pub counters: MessageCounters,
+    /// Per step variant, once it has sent; also the turn of the next enrollment to reach it.
+    #[serde(default)]
+    pub variants: Vec<VariantCounters>,
+}
+
+impl Sequence {
+    /// The counters of `variant` of step `step`, made on first use.
+    pub fn variant_counters(&mut self, step: u32, variant: u32) -> &mut MessageCounters {
+        let at = match self.variants.iter().position(|v| (v.step, v.variant) == (step, variant)) {
+            Some(at) => at,
+            None => {
+                self.variants.push(VariantCounters { step, variant, ..Default::default() });
+                self.variants.len() - 1
+            }
+        };
+        &mut self.variants[at].counters
+    }
+
+    /// The variant the next enrollment to reach step `step` (of `count` variants) gets.
+    pub fn next_variant(&self, step: u32, count: usize) -> u32 {
+        let given: u64 =
+            self.variants.iter().filter(|v| v.step == step).map(|v| v.counters.sent).sum();
+        (given % count.max(1) as u64) as u32
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Enrollment {
+    pub id: String,
+    pub sequence_id: String,
+    pub domain: String,
+    pub email: String,
+    pub merge_fields: BTreeMap<String, String>,
+    pub status: EnrollmentStatus,
+    /// Index of the next step to run.
+    pub step: u32,
+    /// When the next step is due (also while parked by a paused sequence).
+    pub due: Option<u64>,
+    /// Taken off the due index because its sequence was paused when the step came due.
+    #[serde(default)]
+    pub parked: bool,
+    /// Message-ID of the first message: follow-ups answer it.
+    pub thread: Option<String>,
+    pub thread_subject: Option<String>,
+    /// The message of the latest step, cancelled if the enrollment ends before it leaves.
+    pub last_email: Option<String>,
+    /// The contact's IANA time zone: the sending window is read in it.
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// The mailbox this enrollment sends from, chosen at its first step and kept for the rest.
+    #[serde(default)]
+    pub mailbox: Option<String>,
+    #[serde(default)]
+    pub from_header: Option<String>,
+    pub created_at: u64,
+    pub updated_at: u64,
+}

@@ -15,7 +15,7 @@ use super::message::{Loaded, load};
 use super::reply::{bad, failed, flags_fetch, ok};
 use super::section::{extract, header_block};
 use super::session::Session;
-use super::structure::{body_structure, envelope};
+use super::structure::{basic, body_structure, envelope};
 use super::update::CHUNK;
 
 /// Whether an item needs the message's bytes.
@@ -92,7 +92,8 @@ impl Session {
             let Some(view) = self.view.as_ref() else { break };
             for message in &loaded {
                 let Some(seq) = view.seq_of(message.entry.uid) else { continue };
-                if let Ok(items) = render(message, &items).try_into() {
+                let recent = view.is_recent(message.entry.uid);
+                if let Ok(items) = render(message, &items, recent).try_into() {
                     conn.enqueue_data(Data::Fetch { seq, items });
                 }
             }
@@ -129,6 +130,7 @@ impl Session {
 fn render(
     message: &Loaded,
     names: &[MessageDataItemName<'static>],
+    recent: bool,
 ) -> Vec<MessageDataItem<'static>> {
     let raw: &[u8] = message.raw.as_deref().map_or(&[], Vec::as_slice);
     let parsed: Option<Message<'_>> = names
@@ -150,7 +152,7 @@ fn render(
     for name in names {
         let item = match name {
             MessageDataItemName::Uid => MessageDataItem::Uid(nonzero(message.entry.uid)),
-            MessageDataItemName::Flags => MessageDataItem::Flags(flags_fetch(&meta.flags)),
+            MessageDataItemName::Flags => MessageDataItem::Flags(flags_fetch(&meta.flags, recent)),
             MessageDataItemName::InternalDate => match internal_date(meta.internal) {
                 Some(d) => MessageDataItem::InternalDate(d),
                 None => continue,
@@ -178,7 +180,7 @@ fn parsed_item(
     Some(match name {
         MessageDataItemName::Envelope => MessageDataItem::Envelope(envelope(m)),
         MessageDataItemName::BodyStructure => MessageDataItem::BodyStructure(body_structure(m)),
-        MessageDataItemName::Body => MessageDataItem::Body(body_structure(m)),
+        MessageDataItemName::Body => MessageDataItem::Body(basic(body_structure(m))),
         MessageDataItemName::Rfc822Header => {
             MessageDataItem::Rfc822Header(literal(header_block(m).to_vec()))
         }

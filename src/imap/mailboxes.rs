@@ -140,7 +140,7 @@ impl Session {
         let flags = vec![Flag::Answered, Flag::Flagged, Flag::Deleted, Flag::Seen, Flag::Draft];
         conn.enqueue_data(Data::Flags(flags.clone()));
         conn.enqueue_data(Data::Exists(view.uids.len() as u32));
-        conn.enqueue_data(Data::Recent(0));
+        conn.enqueue_data(Data::Recent(view.recent.len() as u32));
         let mut perm: Vec<FlagPerm<'static>> = flags.into_iter().map(FlagPerm::Flag).collect();
         perm.push(FlagPerm::Asterisk);
         let codes = [
@@ -186,7 +186,10 @@ impl Session {
                 StatusDataItemName::Messages => {
                     Some(StatusDataItem::Messages(view.uids.len() as u32))
                 }
-                StatusDataItemName::Recent => Some(StatusDataItem::Recent(0)),
+                StatusDataItemName::Recent => {
+                    let unseen_by_any = view.uids.iter().filter(|u| **u > view.state.seen_uid);
+                    Some(StatusDataItem::Recent(unseen_by_any.count() as u32))
+                }
                 StatusDataItemName::UidNext => {
                     Some(StatusDataItem::UidNext(nonzero(view.state.uid_next)))
                 }

@@ -47,8 +47,14 @@ pub fn flag(stored: &str) -> Option<Flag<'static>> {
     })
 }
 
-pub fn flags_fetch(stored: &[String]) -> Vec<FlagFetch<'static>> {
-    stored.iter().filter_map(|s| flag(s)).map(FlagFetch::Flag).collect()
+/// The flags of a message as FETCH tells them: the stored ones, and \Recent when the message
+/// is recent for this session.
+pub fn flags_fetch(stored: &[String], recent: bool) -> Vec<FlagFetch<'static>> {
+    let mut out: Vec<_> = stored.iter().filter_map(|s| flag(s)).map(FlagFetch::Flag).collect();
+    if recent {
+        out.push(FlagFetch::Recent);
+    }
+    out
 }
 
 /// The text form of a flag, as stored.

@@ -125,6 +125,34 @@ fn part_structure(message: &Message<'_>, id: u32, depth: u32) -> BodyStructure<'
     }
 }
 
+/// The non-extensible form (FETCH BODY): the same structure without extension data, at every
+/// level, messages inside messages included.
+pub fn basic(structure: BodyStructure<'static>) -> BodyStructure<'static> {
+    match structure {
+        BodyStructure::Single { body, .. } => {
+            let specific = match body.specific {
+                SpecificFields::Message { envelope, body_structure, number_of_lines } => {
+                    SpecificFields::Message {
+                        envelope,
+                        body_structure: Box::new(basic(*body_structure)),
+                        number_of_lines,
+                    }
+                }
+                other => other,
+            };
+            BodyStructure::Single {
+                body: Body { basic: body.basic, specific },
+                extension_data: None,
+            }
+        }
+        BodyStructure::Multi { bodies, subtype, .. } => {
+            let bodies = bodies.into_inner().into_iter().map(basic).collect::<Vec<_>>();
+            let bodies = Vec1::try_from(bodies).unwrap_or_else(|_| unreachable!()); // ok: was not empty
+            BodyStructure::Multi { bodies, subtype, extension_data: None }
+        }
+    }
+}
+
 fn push(
     all: Vec1<BodyStructure<'static>>,
     next: BodyStructure<'static>,

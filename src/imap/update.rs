@@ -85,7 +85,8 @@ impl Session {
             }
             for (_, u, flags) in changes {
                 let Some(seq) = view.seq_of(u) else { continue };
-                let mut items = vec![MessageDataItem::Flags(flags_fetch(&flags))];
+                let flags = flags_fetch(&flags, view.is_recent(u));
+                let mut items = vec![MessageDataItem::Flags(flags)];
                 if uid {
                     items.push(MessageDataItem::Uid(nonzero(u)));
                 }

@@ -7,7 +7,11 @@ use std::num::NonZeroU32;
 use imap_types::response::Data;
 use imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
 
-use crate::store::{Folder, ImapFolder, Store};
+use imap_types::fetch::MessageDataItem;
+
+use super::mailboxes::nonzero;
+use super::reply::flags_fetch;
+use crate::store::{Folder, ImapEntry, ImapFolder, Store};
 
 pub struct View {
     pub mailbox: String,
@@ -16,6 +20,8 @@ pub struct View {
     pub state: ImapFolder,
     /// UIDs ascending; index + 1 is the message sequence number.
     pub uids: Vec<u32>,
+    /// The UIDs that are \Recent for this session, ascending.
+    pub recent: Vec<u32>,
 }
 
 impl View {
@@ -27,24 +33,66 @@ impl View {
     ) -> crate::store::Result<View> {
         let now = crate::ids::now_ms();
         let m = mailbox.to_owned();
-        let state = store.write(move |w| w.imap_open(&m, folder, now)).await?;
+        let (state, before) =
+            store.write(move |w| w.imap_select(&m, folder, now, !read_only)).await?;
         let m = mailbox.to_owned();
         let uids = store.read(move |r| r.imap_uids(&m, folder)).await?;
-        Ok(View { mailbox: mailbox.to_owned(), folder, read_only, state, uids })
+        let recent = uids.iter().copied().filter(|u| *u > before).collect();
+        Ok(View { mailbox: mailbox.to_owned(), folder, read_only, state, uids, recent })
     }
 
-    /// Brings the view up to date; the untagged EXPUNGE and EXISTS responses that tell it.
+    pub fn is_recent(&self, uid: u32) -> bool {
+        self.recent.binary_search(&uid).is_ok()
+    }
+
+    /// Brings the view up to date; the untagged EXPUNGE, EXISTS, RECENT and FETCH (FLAGS)
+    /// responses that tell it.
     pub async fn sync(&mut self, store: &Store) -> crate::store::Result<Vec<Data<'static>>> {
-        let (m, f) = (self.mailbox.clone(), self.folder);
-        let state = store.read(move |r| r.imap_state(&m, f)).await?;
-        let Some(state) = state else { return Ok(Vec::new()) };
-        if state.changes == self.state.changes {
-            return Ok(Vec::new());
-        }
-        let (m, f) = (self.mailbox.clone(), self.folder);
-        let now = store.read(move |r| r.imap_uids(&m, f)).await?;
+        let (m, f, since) = (self.mailbox.clone(), self.folder, self.state.changes);
+        let news = store
+            .read(move |r| -> crate::store::Result<_> {
+                let Some(state) = r.imap_state(&m, f)? else { return Ok(None) };
+                if state.changes == since {
+                    return Ok(None);
+                }
+                let uids = r.imap_uids(&m, f)?;
+                let flagged = r.imap_flag_changes(&m, f, since)?;
+                let entries = r.imap_entries(&m, f, &flagged)?;
+                Ok(Some((state, uids, entries)))
+            })
+            .await?;
+        let Some((state, now, entries)) = news else { return Ok(Vec::new()) };
+        let arrived = self.arrivals(&now);
         self.state = state;
-        Ok(self.adopt(now))
+        let mut out = self.adopt(now);
+        if let Some(&last) = arrived.last() {
+            let taken = match self.read_only {
+                true => self.state.seen_uid,
+                false => {
+                    let (m, f) = (self.mailbox.clone(), self.folder);
+                    store.write(move |w| w.imap_take_recent(&m, f, last)).await?
+                }
+            };
+            self.recent.extend(arrived.into_iter().filter(|u| *u > taken));
+            let recent = self.uids.iter().filter(|u| self.is_recent(**u)).count();
+            out.push(Data::Recent(recent as u32));
+        }
+        out.extend(entries.into_iter().filter_map(|e| self.flags_of(&e)));
+        Ok(out)
+    }
+
+    /// The UIDs of `now` this view has not shown yet, ascending.
+    fn arrivals(&self, now: &[u32]) -> Vec<u32> {
+        let last = self.uids.last().copied().unwrap_or(0);
+        now.iter().copied().filter(|u| *u > last || self.uids.binary_search(u).is_err()).collect()
+    }
+
+    /// The unsolicited FETCH that tells a message's flags, when it is in the view.
+    fn flags_of(&self, entry: &ImapEntry) -> Option<Data<'static>> {
+        let seq = self.seq_of(entry.uid)?;
+        let flags = flags_fetch(&entry.meta.flags, self.is_recent(entry.uid));
+        let items = vec![MessageDataItem::Flags(flags), MessageDataItem::Uid(nonzero(entry.uid))];
+        Some(Data::Fetch { seq, items: items.try_into().ok()? })
     }
 
     /// Replaces the UIDs with `now`; the responses announcing the difference.
@@ -126,6 +174,7 @@ mod tests {
             read_only: false,
             state: ImapFolder::default(),
             uids,
+            recent: Vec::new(),
         }
     }
 

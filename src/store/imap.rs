@@ -21,6 +21,10 @@ pub struct ImapFolder {
     /// to know whether to look again.
     #[serde(default)]
     pub changes: u64,
+    /// The highest UID a read-write SELECT has shown: the messages above it are \Recent for
+    /// the next session that selects the folder (RFC 3501).
+    #[serde(default)]
+    pub seen_uid: u32,
 }
 
 /// A message's place and flags.
@@ -31,6 +35,9 @@ pub struct ImapMeta {
     /// When the message arrived (ms): the INTERNALDATE.
     #[serde(default)]
     pub internal: u64,
+    /// The folder change that last set the flags (its key in `IMAP_FLAG_LOG`); 0 for none.
+    #[serde(default)]
+    pub modseq: u64,
 }
 
 /// Where a message is, as the hooks below need it (`emails` fills it from a summary).
@@ -69,7 +76,7 @@ impl Wtx<'_> {
         let old = metas.get(s.id)?.map(|v| decode::<ImapMeta>(v.value())).transpose()?;
         let initial = || s.initial.iter().map(|f| (*f).to_owned()).collect();
         let flags = old.map_or_else(initial, |m| m.flags);
-        let meta = ImapMeta { uid, flags, internal: s.at };
+        let meta = ImapMeta { uid, flags, internal: s.at, modseq: 0 };
         metas.insert(s.id, encode(&meta)?.as_slice())?;
         let mut uids = self.tx.open_table(IMAP_UIDS)?;
         uids.insert((key.0, key.1, uid), s.id)?;
@@ -87,6 +94,9 @@ impl Wtx<'_> {
         }
         drop(metas);
         let Some(code) = s.folder else { return Ok(()) };
+        if meta.modseq > 0 {
+            self.tx.open_table(IMAP_FLAG_LOG)?.remove((s.mailbox, code, meta.modseq))?;
+        }
         let removed = self.tx.open_table(IMAP_UIDS)?.remove((s.mailbox, code, meta.uid))?.is_some();
         if removed {
             self.imap_touch(s.mailbox, code)?;
@@ -110,6 +120,8 @@ impl Wtx<'_> {
         self.tx.open_table(IMAP_UIDS)?.retain_in(lo..=hi, |_, _| false)?;
         let mut folders = self.tx.open_table(IMAP_FOLDERS)?;
         folders.retain_in((mailbox, 0u8)..=(mailbox, u8::MAX), |_, _| false)?;
+        let mut log = self.tx.open_table(IMAP_FLAG_LOG)?;
+        log.retain_in((mailbox, 0u8, 0u64)..=(mailbox, u8::MAX, u64::MAX), |_, _| false)?;
         self.imap_changed = true;
         Ok(())
     }
@@ -156,7 +168,7 @@ impl Wtx<'_> {
         // Seconds since the epoch: a folder made again after its state was lost gets a larger
         // UIDVALIDITY, which tells clients to forget what they cached.
         let validity = u32::try_from(now / 1000).unwrap_or(u32::MAX).max(1);
-        let state = ImapFolder { uid_validity: validity, uid_next: 1, changes: 0 };
+        let state = ImapFolder { uid_validity: validity, uid_next: 1, ..ImapFolder::default() };
         self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
         for m in &members {
             let place = Place { mailbox, folder: Some(code), id: &m.id, at: m.created_at, initial };
@@ -165,7 +177,8 @@ impl Wtx<'_> {
         get_json(self, IMAP_FOLDERS, key).map(Option::unwrap_or_default)
     }
 
-    /// Sets the flags of message `id` in folder `code`; whether it has IMAP state.
+    /// Sets the flags of message `id` in folder `code`; whether it has IMAP state. The change
+    /// is logged under the folder's new change number, so sessions watching it announce it.
     pub(super) fn imap_put_flags(
         &mut self,
         mailbox: &str,
@@ -177,9 +190,37 @@ impl Wtx<'_> {
             return Ok(false);
         };
         meta.flags = flags;
+        let key = (mailbox, code);
+        let state = get_json::<_, ImapFolder>(self, IMAP_FOLDERS, key)?;
+        let here = self.tx.open_table(IMAP_UIDS)?.get((mailbox, code, meta.uid))?.is_some();
+        if let Some(mut state) = state.filter(|_| here) {
+            state.changes += 1;
+            self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
+            let mut log = self.tx.open_table(IMAP_FLAG_LOG)?;
+            if meta.modseq > 0 {
+                log.remove((mailbox, code, meta.modseq))?;
+            }
+            log.insert((mailbox, code, state.changes), meta.uid)?;
+            meta.modseq = state.changes;
+            self.imap_changed = true;
+        }
         self.tx.open_table(IMAP_MESSAGES)?.insert(id, encode(&meta)?.as_slice())?;
-        self.imap_touch(mailbox, code)?;
         Ok(true)
+    }
+
+    /// Marks every message of the folder up to `upto` as shown by a read-write SELECT; the
+    /// highest UID shown before.
+    pub(super) fn imap_claim_recent(&mut self, mailbox: &str, code: u8, upto: u32) -> Result<u32> {
+        let key = (mailbox, code);
+        let Some(mut state) = get_json::<_, ImapFolder>(self, IMAP_FOLDERS, key)? else {
+            return Ok(upto);
+        };
+        let before = state.seen_uid;
+        if upto > before {
+            state.seen_uid = upto;
+            self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
+        }
+        Ok(before)
     }
 }
 
@@ -224,6 +265,21 @@ impl Rtx {
             let Some(meta) = metas.get(id.as_str())? else { continue };
             let meta = decode::<ImapMeta>(meta.value())?;
             out.push(ImapEntry { uid, id, meta });
+        }
+        Ok(out)
+    }
+
+    /// The UIDs whose flags changed after folder change `since`, ascending by change.
+    pub(super) fn imap_flag_changes_of(
+        &self,
+        mailbox: &str,
+        code: u8,
+        since: u64,
+    ) -> Result<Vec<u32>> {
+        let table = self.tx.open_table(IMAP_FLAG_LOG)?;
+        let mut out = Vec::new();
+        for entry in table.range((mailbox, code, since + 1)..=(mailbox, code, u64::MAX))? {
+            out.push(entry?.1.value());
         }
         Ok(out)
     }

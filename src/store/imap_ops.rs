@@ -16,6 +16,31 @@ impl Wtx<'_> {
         self.imap_init(mailbox, folder.code(), folder.initial_flags(), now)
     }
 
+    /// A SELECT's view of the folder: its state, and the highest UID shown before (the
+    /// messages above it are \Recent for this session). A read-write SELECT (`claim`) takes
+    /// them; EXAMINE and STATUS only look.
+    pub fn imap_select(
+        &mut self,
+        mailbox: &str,
+        folder: Folder,
+        now: u64,
+        claim: bool,
+    ) -> Result<(ImapFolder, u32)> {
+        let state = self.imap_open(mailbox, folder, now)?;
+        if !claim {
+            return Ok((state, state.seen_uid));
+        }
+        let last = state.uid_next.saturating_sub(1);
+        let before = self.imap_claim_recent(mailbox, folder.code(), last)?;
+        Ok((ImapFolder { seen_uid: last.max(before), ..state }, before))
+    }
+
+    /// Takes the messages up to `upto` as \Recent for the session that asks, unless another
+    /// took them first; the highest UID taken before.
+    pub fn imap_take_recent(&mut self, mailbox: &str, folder: Folder, upto: u32) -> Result<u32> {
+        self.imap_claim_recent(mailbox, folder.code(), upto)
+    }
+
     /// Sets a message's flags; false when it is not in that folder.
     pub fn imap_store_flags(
         &mut self,
@@ -95,6 +120,11 @@ impl Rtx {
     /// The UIDs of a folder, ascending.
     pub fn imap_uids(&self, mailbox: &str, folder: Folder) -> Result<Vec<u32>> {
         self.imap_uids_of(mailbox, folder.code())
+    }
+
+    /// The UIDs whose flags changed after folder change `since`.
+    pub fn imap_flag_changes(&self, mailbox: &str, folder: Folder, since: u64) -> Result<Vec<u32>> {
+        self.imap_flag_changes_of(mailbox, folder.code(), since)
     }
 
     /// The messages with these UIDs that are still in the folder.

@@ -118,6 +118,7 @@ fn create_tables(tx: &WriteTransaction) -> Result<()> {
     tx.open_table(IMAP_FOLDERS)?;
     tx.open_table(IMAP_UIDS)?;
     tx.open_table(IMAP_MESSAGES)?;
+    tx.open_table(IMAP_FLAG_LOG)?;
     index_enrollments(tx)
 }
 

@@ -135,3 +135,8 @@ pub const IMAP_FOLDERS: TableDefinition<(&str, u8), &[u8]> = TableDefinition::ne
 pub const IMAP_UIDS: TableDefinition<(&str, u8, u32), &str> = TableDefinition::new("imap_uids");
 /// email id -> `ImapMeta`: the message's UID in its folder and its IMAP flags.
 pub const IMAP_MESSAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("imap_messages");
+/// (mailbox address, folder code, change number) -> UID: the latest flag change of each message
+/// of a folder, so a session learns whose flags changed since the change it last saw (one entry
+/// per message: a newer change replaces the older).
+pub const IMAP_FLAG_LOG: TableDefinition<(&str, u8, u64), u32> =
+    TableDefinition::new("imap_flag_log");

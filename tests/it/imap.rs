@@ -15,7 +15,7 @@ use crate::smtp_client::Talk;
 
 /// Helpers every script starts with. Arguments: STARTTLS port, TLS port, pinned certificate,
 /// user, password, then the script's own.
-const PRELUDE: &str = r#"
+pub const PRELUDE: &str = r#"
 import imaplib, ssl, sys, socket, re
 plain, secure, cafile, user, password = sys.argv[1:6]
 args = sys.argv[6:]
@@ -34,14 +34,14 @@ def out(*a):
     print(*a, flush=True)
 "#;
 
-struct Fixture {
-    world: MailWorld,
-    cert: std::path::PathBuf,
-    password: String,
+pub struct Fixture {
+    pub world: MailWorld,
+    pub cert: std::path::PathBuf,
+    pub password: String,
 }
 
 impl Fixture {
-    fn start() -> Fixture {
+    pub fn start() -> Fixture {
         let args = ["--imap", "127.0.0.1:0", "--imaps", "127.0.0.1:0"];
         let world = MailWorld::start_with(&[], &args);
         let made = world
@@ -62,11 +62,11 @@ impl Fixture {
         f
     }
 
-    fn port(&self, name: &str) -> u16 {
+    pub fn port(&self, name: &str) -> u16 {
         self.world.server.listener(name).expect("listener on the start line").port()
     }
 
-    fn command(&self, script: &str, args: &[&str]) -> Command {
+    pub fn command(&self, script: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new("python3");
         cmd.arg("-c")
             .arg(format!("{PRELUDE}\n{script}"))
@@ -78,7 +78,7 @@ impl Fixture {
     }
 
     /// Runs a script; its output lines.
-    fn py(&self, script: &str, args: &[&str]) -> Vec<String> {
+    pub fn py(&self, script: &str, args: &[&str]) -> Vec<String> {
         let out = self.command(script, args).output().expect("python3");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
@@ -91,7 +91,7 @@ impl Fixture {
     }
 
     /// Delivers a message to sales@ through the MX, as any sender would.
-    fn receive(&self, message: &str) {
+    pub fn receive(&self, message: &str) {
         let (mut s, _) = Talk::open(self.world.server.smtp);
         s.cmd("EHLO sender.example.org");
         let done = s.mail("ann@example.org", &[&format!("sales@{A}")], message);
@@ -99,7 +99,7 @@ impl Fixture {
     }
 
     /// The API's view of the INBOX-like folder `folder`: (id, subject) pairs.
-    fn listed(&self, folder: &str) -> Vec<(String, String)> {
+    pub fn listed(&self, folder: &str) -> Vec<(String, String)> {
         let list = self
             .world
             .api()
@@ -119,7 +119,7 @@ impl Fixture {
     }
 }
 
-fn plain(subject: &str) -> String {
+pub fn plain(subject: &str) -> String {
     format!(
         "From: Ann <ann@example.org>\r\nTo: sales@{A}\r\nSubject: {subject}\r\n\
          Message-ID: <{subject}@example.org>\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\n\r\n\
@@ -127,7 +127,7 @@ fn plain(subject: &str) -> String {
     )
 }
 
-fn with_attachment(subject: &str) -> String {
+pub fn with_attachment(subject: &str) -> String {
     format!(
         "From: Ann <ann@example.org>\r\nTo: sales@{A}\r\nSubject: {subject}\r\nMIME-Version: 1.0\r\n\
          Content-Type: multipart/mixed; boundary=\"sep\"\r\n\r\n--sep\r\n\
@@ -200,7 +200,7 @@ fn imap_clients_list_fetch_search_and_change_mail_the_api_sees() {
     assert_eq!(line("exists"), "2");
     let meta = line("meta");
     assert!(meta.contains("UID 1 ") && meta.contains("UID 2 "), "{meta}");
-    assert!(meta.contains("FLAGS ()"), "received mail starts unseen: {meta}");
+    assert!(meta.contains("FLAGS (\\Recent)"), "received mail starts unseen, and recent: {meta}");
     assert_eq!(line("subject"), "b'Subject: first\\r\\n\\r\\n'");
     assert!(
         line("partial").starts_with("b'Received: fr' 1 (BODY[]<0> {12}"),
@@ -228,7 +228,7 @@ fn imap_clients_list_fetch_search_and_change_mail_the_api_sees() {
     assert!(line("part2mime").contains("Content-Type: application/pdf"), "{}", line("part2mime"));
     let flags = line("flags");
     assert!(
-        flags.contains("1 (FLAGS ())") && flags.contains("2 (FLAGS (\\Seen))"),
+        flags.contains("1 (FLAGS (\\Recent))") && flags.contains("2 (FLAGS (\\Seen \\Recent))"),
         "BODY[1] marked it seen: {flags}"
     );
     let whole = line("whole");
@@ -365,7 +365,11 @@ m.sock.settimeout(20)
 line = m.readline().decode().strip()
 out('news', line)
 m.send(b'DONE\r\n')
-out('done', m.readline().decode().strip())
+while True:
+    line = m.readline()
+    if line.startswith(tag):
+        out('done', line.decode().strip())
+        break
 "#,
             &[],
         )

@@ -30,6 +30,7 @@ mod errors;
 mod health;
 mod idempotency;
 mod imap;
+mod imap_news;
 mod inbound;
 mod inbound_dmarc;
 mod layering;

@@ -13,7 +13,7 @@ use crate::ids::now_ms;
 use crate::mail::outbound::Outbound;
 use crate::smtp::Intake;
 use crate::smtp::session::{Envelope, TEMPORARY_FAILURE};
-use crate::store::{Folder, SendType, Store};
+use crate::store::{SendType, Store};
 use crate::wake::Wake;
 
 pub struct Submitter {
@@ -89,9 +89,6 @@ impl Submitter {
         }
         .into_email();
         prepared.complete(&mut email);
-        // A mail client shows what it sent as soon as the server took it: submitted mail goes to
-        // `sent` at once (not through `outbox`), in the transaction that queues it.
-        email.summary.folder = Folder::Sent;
         let id = email.summary.id.clone();
         let raw = prepared.raw;
         self.store.write(move |w| w.enqueue_submitted(&email, &raw, now)).await.map_err(

@@ -4,6 +4,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,10 +15,15 @@ pub const ENTER: &str = "\u{E007}";
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// One browser at a time: the tests that use one run in parallel with everything else, and
+/// several Chromiums starting at once on a 2-core machine made chromedriver miss its answers.
+static TURN: Mutex<()> = Mutex::new(());
+
 pub struct Browser {
     driver: Child,
     addr: SocketAddr,
     session: String,
+    _turn: MutexGuard<'static, ()>,
 }
 
 fn free_port() -> u16 {
@@ -36,6 +42,7 @@ impl Browser {
                 "{tool} is missing: .ci/run installs it (apt-get install -y chromium chromium-driver)"
             );
         }
+        let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
         let port = free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
@@ -44,9 +51,9 @@ impl Browser {
             .spawn()
             .expect("spawn chromedriver");
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-        let mut browser = Browser { driver, addr, session: String::new() };
+        let mut browser = Browser { driver, addr, session: String::new(), _turn: turn };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while browser.call("GET", "/status", None).get("ready") != Some(&Value::Bool(true)) {
+        while !browser.ready() {
             assert!(Instant::now() < deadline, "chromedriver did not become ready");
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -63,6 +70,22 @@ impl Browser {
         browser.session =
             created["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {created}")).into();
         browser
+    }
+
+    /// Whether chromedriver answers `/status` with ready; a driver still starting may accept a
+    /// connection and close it without a word.
+    fn ready(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(self.addr) else { return false };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let head =
+            format!("GET /status HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.addr);
+        if stream.write_all(head.as_bytes()).is_err() {
+            return false;
+        }
+        let raw = read_response(&mut stream);
+        let Some(start) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+        let value: Value = serde_json::from_slice(&raw[start + 4..]).unwrap_or(Value::Null);
+        value["value"]["ready"] == Value::Bool(true)
     }
 
     /// One WebDriver command; answers its `value`.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A dead webhook endpoint must not slow the mail paths. For each kind of endpoint subscribed to
-# every event type: none, refused (nothing listens on its port), silent (accepts connections and
+# every event type: none, healthy (answers 204 at once), refused (nothing listens on its port), silent (accepts connections and
 # never answers), slow (answers 204 after 5 s), this measures
 #   - POST /v1/send: wrk, $CONNECTIONS connections for $DURATION (each accepted send writes an
 #     event for the endpoint once the message is delivered to the local sink);
@@ -19,7 +19,7 @@ command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
 source benches/common.sh
 postfix_tools
 bench_data webhooks-dead
-DNS_PORT=5397; SINK_PORT=2597; SILENT_PORT=8597; SLOW_PORT=8596; REFUSED_PORT=8595
+DNS_PORT=5397; SINK_PORT=2597; HEALTHY_PORT=8598; SILENT_PORT=8597; SLOW_PORT=8596; REFUSED_PORT=8595
 dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0.0.1 --bind-interfaces \
   --no-resolv --no-hosts --mx-host=bench.test,mx.bench.test,10 --address=/mx.bench.test/127.0.0.1 \
   --txt-record=sender.test,"v=spf1 ip4:127.0.0.1 -all" --txt-record=_dmarc.sender.test,"v=DMARC1; p=none" \
@@ -27,6 +27,7 @@ dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0
 PIDS="$PIDS $!"
 start_sink $SINK_PORT
 
+# healthy: answers 204 at once (the baseline: recording events costs a healthy endpoint too);
 # silent: reads each request and never answers; slow: answers 204 after 5 s.
 cat > "$DATA/endpoint.py" <<'PY'
 import asyncio, sys
@@ -40,7 +41,7 @@ async def handle(reader, writer):
                 if line.lower().startswith(b"content-length:"):
                     length = int(line.split(b":")[1])
             await reader.readexactly(length)
-            await asyncio.sleep(3600 if mode == "silent" else 5)
+            await asyncio.sleep({"silent": 3600, "slow": 5}.get(mode, 0))
             writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
         pass
@@ -52,6 +53,7 @@ async def main():
         await server.serve_forever()
 asyncio.run(main())
 PY
+python3 "$DATA/endpoint.py" $HEALTHY_PORT healthy & PIDS="$PIDS $!"
 python3 "$DATA/endpoint.py" $SILENT_PORT silent & PIDS="$PIDS $!"
 python3 "$DATA/endpoint.py" $SLOW_PORT slow & PIDS="$PIDS $!"
 
@@ -102,6 +104,7 @@ measure() {
   [ -z "$id" ] || api DELETE "/v1/webhooks/$id" >/dev/null
 }
 measure "no webhook" ""
+measure "healthy (answers at once)" "http://127.0.0.1:$HEALTHY_PORT/hook"
 measure "refused (connection refused)" "http://127.0.0.1:$REFUSED_PORT/hook"
 measure "silent (never answers)" "http://127.0.0.1:$SILENT_PORT/hook"
 measure "slow (answers after 5 s)" "http://127.0.0.1:$SLOW_PORT/hook"

@@ -62,8 +62,8 @@ fn source(dir: &Path, m: &str) -> String {
     let Ok(text) = std::fs::read_to_string(dir.join(format!("{m}.rs"))) else {
         let sub = dir.join(m);
         let mut out = code(&std::fs::read_to_string(sub.join("mod.rs")).expect("mod.rs")); // ok: test
-        for entry in std::fs::read_dir(&sub).expect("sub-module dir").flatten() {
-            // ok: test
+        let entries = std::fs::read_dir(&sub).expect("sub-module dir"); // ok: test
+        for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("mod.rs") {
                 let text = code(&std::fs::read_to_string(&path).expect("source")); // ok: test

@@ -3,6 +3,7 @@
 pub mod error;
 pub mod idempotency;
 mod nulls;
+mod numbers;
 pub mod reply;
 pub mod request;
 pub mod router;

@@ -133,8 +133,8 @@ pub fn parse_json_nullable<T: DeserializeOwned>(body: &[u8], nullable: &[&str]) 
         Some(_) => {}
     }
     super::nulls::refuse_nulls(body, nullable)?;
-    // simd-json parses in place, so it gets its own copy.
-    let mut buf = body.to_vec();
+    // simd-json parses in place, so it gets its own copy (with `19.0` read as the integer it is).
+    let mut buf = super::numbers::normalized(body);
     let mut de = simd_json::Deserializer::from_slice(&mut buf).map_err(|e| {
         Error::invalid(
             format!("the request body is not valid JSON ({})", describe(&e)),

@@ -56,6 +56,9 @@ fn patch_validates_each_field_and_refuses_unknown_ones() {
         .json();
     assert_eq!((m["displayName"].clone(), m["dailyLimit"].clone()), (json!("Sales"), json!(20)));
     assert_eq!(m["minGapMs"], Value::Null, "{m}");
+    // JSON Schema counts 500.0 and 5e2 as integers, and so does the server.
+    let m = c.patch("/v1/mailboxes/sales", json!({"minGapMs": 5e2})).expect(200).json();
+    assert_eq!(m["minGapMs"], json!(500), "{m}");
     let m = c.patch("/v1/mailboxes/sales", json!({"minGapMs": 500})).expect(200).json();
     assert_eq!((m["displayName"].clone(), m["dailyLimit"].clone()), (json!("Sales"), json!(20)));
     assert_eq!(m["minGapMs"], 500, "{m}");

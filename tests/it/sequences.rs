@@ -299,12 +299,27 @@ fn a_follow_up_survives_sigkill_between_steps_and_is_sent_once() {
     let id = two_touches(&w, 2000);
     enroll(&w, &id, json!([{"email": "ada@example.org", "mergeFields": {"firstName": "Ada"}}]));
     w.sink.wait_for(1, Duration::from_secs(10));
+    // "Between steps": the first step's delivery is on disk. A kill between the sink's 250 and
+    // that commit would deliver the first step again, as SMTP's at-least-once rule wants.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w
+        .api()
+        .get("/v1/emails?mailbox=sales&folder=sent")
+        .expect(200)
+        .json()
+        .as_array()
+        .is_none_or(Vec::is_empty)
+    {
+        assert!(Instant::now() < deadline, "the first step never reached sent");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     w.crash_and_restart();
     let got = w.sink.wait_for(2, Duration::from_secs(15));
     assert_eq!(got.len(), 2);
     wait_stats(&w, &id, |s| s["completed"] == 1);
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(w.sink.messages().len(), 2, "the follow-up is sent exactly once");
+    let subjects: Vec<_> = w.sink.messages().iter().map(|m| header(&m.data, "Subject")).collect();
+    assert_eq!(subjects.len(), 2, "each step is sent exactly once: {subjects:?}");
 }
 
 #[test]

@@ -57,7 +57,7 @@ BARE=$(awk '{print $2}' "$OUT/bare.addr")
 wrk -t2 -c64 -d"$DURATION" --latency "http://$BARE/" | tee "$OUT/bare.txt"
 kill "$BARE_PID"
 READ=$(rps "$OUT/read.txt"); BARE_RPS=$(rps "$OUT/bare.txt"); READ_P99=$(p99_ms "$OUT/read.txt")
-RATIO=$(echo "scale=2; $READ / $BARE_RPS" | bc -l)
+RATIO=$(printf "%.2f" "$(echo "$READ / $BARE_RPS" | bc -l)")
 OK=$([ "$(meets "$RATIO" '>=' 0.6)" = yes ] && [ "$(meets "$READ_P99" '<' 5)" = yes ] && echo yes || echo no)
 row "GET /v1/mailboxes, 64 conns" "$READ req/s, p99 $READ_P99 ms" "bare hyper $BARE_RPS req/s (ratio $RATIO)" "ratio >= 0.6, p99 < 5 ms" "$OK"
 
@@ -74,7 +74,7 @@ POSTFIX=$POSTFIX bash benches/inbound.sh | tee "$OUT/inbound.txt"
 INBOUND=$(sed -n 's/^accepted .*: \([0-9]*\) messages\/s/\1/p' "$OUT/inbound.txt")
 if [ "$POSTFIX" = 1 ]; then
   PF=$(sed -n 's/^postfix accepted .*: \([0-9]*\) messages\/s/\1/p' "$OUT/inbound.txt")
-  RATIO=$(echo "scale=2; $INBOUND / $PF" | bc -l)
+  RATIO=$(printf "%.2f" "$(echo "$INBOUND / $PF" | bc -l)")
   row "Inbound SMTP, 10 KB, 16 sessions, durable" "$INBOUND msg/s" "postfix $PF msg/s (ratio $RATIO)" "ratio >= 3" "$(meets "$RATIO" '>=' 3)"
 else
   row "Inbound SMTP, 10 KB, 16 sessions, durable" "$INBOUND msg/s" "postfix not measured (POSTFIX=0)" "ratio >= 3" "no"

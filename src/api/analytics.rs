@@ -66,7 +66,7 @@ pub async fn suppressions(ctx: Ctx) -> Result<Reply> {
     let pages = ctx
         .app
         .store
-        .read(move |r| {
+        .read_long(move |r| {
             domains
                 .into_iter()
                 .map(|domain| {
@@ -210,7 +210,7 @@ pub async fn campaign_stats(ctx: Ctx) -> Result<Reply> {
     let stats = ctx
         .app
         .store
-        .read(move |r| {
+        .read_long(move |r| {
             let mut out = CampaignStats::default();
             if want_sequences {
                 let mut rows = Vec::new();

@@ -60,7 +60,7 @@ pub async fn stats(ctx: Ctx) -> Result<Reply> {
     let all = ctx
         .app
         .store
-        .read(move |r| {
+        .read_long(move |r| {
             domains
                 .into_iter()
                 .map(|domain| {

@@ -30,7 +30,7 @@ async fn load(ctx: &Ctx) -> Result<(Email, Source)> {
     let found = ctx
         .app
         .store
-        .read(move |r| -> Result<_> {
+        .read_long(move |r| -> Result<_> {
             let Some(email) = r.email(&domain, &id)? else {
                 return Ok(None);
             };

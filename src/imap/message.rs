@@ -24,7 +24,7 @@ pub async fn load(
 ) -> crate::store::Result<Vec<Loaded>> {
     let m = mailbox.to_owned();
     let found = store
-        .read(move |r| -> crate::store::Result<_> {
+        .read_long(move |r| -> crate::store::Result<_> {
             let entries = r.imap_entries(&m, folder, &uids)?;
             let mut out = Vec::with_capacity(entries.len());
             for entry in entries {
@@ -63,7 +63,7 @@ async fn keep_rendered(
     store.write(move |w| w.imap_keep_rendered(&id, &kept)).await?;
     // Another session may have kept its rendering first: read back what is stored.
     let id = email.summary.id.clone();
-    Ok(store.read(move |r| r.raw_message(&id)).await?.unwrap_or(raw))
+    Ok(store.read_long(move |r| r.raw_message(&id)).await?.unwrap_or(raw))
 }
 
 /// The MIME of a message sent through the API, as its recipients got it (without the tracking

@@ -36,7 +36,7 @@ impl View {
         let (state, before) =
             store.write(move |w| w.imap_select(&m, folder, now, !read_only)).await?;
         let m = mailbox.to_owned();
-        let uids = store.read(move |r| r.imap_uids(&m, folder)).await?;
+        let uids = store.read_long(move |r| r.imap_uids(&m, folder)).await?;
         let recent = uids.iter().copied().filter(|u| *u > before).collect();
         Ok(View { mailbox: mailbox.to_owned(), folder, read_only, state, uids, recent })
     }
@@ -50,7 +50,7 @@ impl View {
     pub async fn sync(&mut self, store: &Store) -> crate::store::Result<Vec<Data<'static>>> {
         let (m, f, since) = (self.mailbox.clone(), self.folder, self.state.changes);
         let news = store
-            .read(move |r| -> crate::store::Result<_> {
+            .read_long(move |r| -> crate::store::Result<_> {
                 let Some(state) = r.imap_state(&m, f)? else { return Ok(None) };
                 if state.changes == since {
                     return Ok(None);

@@ -131,3 +131,16 @@ pub(super) fn restrict_file(path: &Path) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot restrict {}", path.display()), e))?;
     Ok(())
 }
+
+/// How the data file is opened.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Bytes of redb's page cache (`storage.cache_size`).
+    pub cache_size: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { cache_size: crate::config::DEFAULT_CACHE_SIZE }
+    }
+}

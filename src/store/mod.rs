@@ -97,6 +97,7 @@ pub use domains::{DkimKey, Domain};
 pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary, received_bodies};
 pub use error::{Error, JobError, Result};
 pub use events::EventType;
+pub use file::Options;
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
 pub use imap::{ImapEntry, ImapFolder, ImapMeta};
@@ -129,19 +130,6 @@ pub struct Store {
     events: crate::wake::Wake,
     /// Woken after a write that changed a folder IMAP shows has committed.
     mail: crate::wake::Broadcast,
-}
-
-/// How the data file is opened.
-#[derive(Debug, Clone, Copy)]
-pub struct Options {
-    /// Bytes of redb's page cache (`storage.cache_size`).
-    pub cache_size: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options { cache_size: crate::config::DEFAULT_CACHE_SIZE }
-    }
 }
 
 /// A write transaction shared with the other jobs of its group commit.
@@ -279,8 +267,18 @@ impl Store {
         (answer, emitted)
     }
 
-    /// Runs `work` on a snapshot, off the async executor (redb reads may touch the disk).
-    pub async fn read<F, T, E>(&self, work: F) -> Result<T, E>
+    /// Runs a short read (a few keys, a bounded page) on `work` where it is called: a hop to the
+    /// blocking pool would cost more than the read, whose pages are mostly cached.
+    pub async fn read<F: FnOnce(&Rtx) -> Result<T, E>, T, E: From<Error>>(
+        &self,
+        work: F,
+    ) -> Result<T, E> {
+        read_on(&self.file, work)
+    }
+
+    /// Runs a read that may walk much of a table (aggregates, whole folders, large raw messages)
+    /// off the async executor, so it cannot stall other connections.
+    pub async fn read_long<F, T, E>(&self, work: F) -> Result<T, E>
     where
         F: FnOnce(&Rtx) -> Result<T, E> + Send + 'static,
         T: Send + 'static,

@@ -24,7 +24,7 @@ pub async fn page(ctx: Ctx) -> Result<Reply> {
     let counts: Vec<DayCounts> = ctx
         .app
         .store
-        .read(move |r| {
+        .read_long(move |r| {
             (0..DAYS).rev().map(|back| r.day_counts(&domain, 1, now - back * DAY_MS)).collect()
         })
         .await?;

@@ -83,12 +83,12 @@ pub fn failure(error: &Error) -> Notice {
         Some(hint) => format!("{message} ({hint})"),
         None => message.to_owned(),
     };
-    Notice { ok: false, text, secret: None }
+    Notice { ok: false, text, secret: None, echo: None }
 }
 
 /// A notice of success.
 pub fn done(text: impl Into<String>) -> Notice {
-    Notice { ok: true, text: text.into(), secret: None }
+    Notice { ok: true, text: text.into(), secret: None, echo: None }
 }
 
 /// Percent-encodes a query value.

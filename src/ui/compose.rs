@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::call::{Call, done, field, items};
 use super::layout::{csrf_field, page, redirect};
-use super::{act, gate, or_page, posted, visitor};
+use super::session::refill;
+use super::{act_form, gate, or_page, posted, visitor};
 use crate::api::{mailboxes, send};
 use crate::error::Result;
 use crate::handler;
@@ -15,21 +16,28 @@ pub async fn form(ctx: Ctx) -> Result<Reply> {
     let user = gate!(visitor(&ctx));
     let boxes =
         or_page!(Call::new(&ctx, &user).run(handler!(mailboxes::list)).await, &user, "/ui/compose");
+    let again = refill(&user.id, "/ui/compose", &["from", "to", "cc", "subject", "text"]);
     let body = html! {
         form.card method="post" action="/ui/compose" {
             (csrf_field(&user.csrf))
             label for="from" { "From" }
-            select #from name="from" required {
-                @for m in items(&boxes) { option { (field(m, "address")) } }
+            select #from name="from" required aria-invalid=[again.invalid("from")]
+                aria-describedby=[again.described("from")] autofocus[again.focus("from")] {
+                @for m in items(&boxes) {
+                    @let address = field(m, "address");
+                    option selected[again.chose("from", &address)] { (address) }
+                }
             }
-            label for="to" { "To (comma-separated)" }
-            input #to type="text" name="to" required;
-            label for="cc" { "Cc (optional)" }
-            input #cc type="text" name="cc";
-            label for="subject" { "Subject" }
-            input #subject type="text" name="subject" required;
+            (again.error("from"))
+            (again.input("text", "to", "To (comma-separated)", true))
+            (again.input("text", "cc", "Cc (optional)", false))
+            (again.input("text", "subject", "Subject", true))
             label for="text" { "Message" }
-            textarea #text name="text" required {}
+            textarea #text name="text" required aria-invalid=[again.invalid("text")]
+                aria-describedby=[again.described("text")] autofocus[again.focus("text")] {
+                (again.value("text").unwrap_or_default())
+            }
+            (again.error("text"))
             button type="submit" { "Send" }
         }
     };
@@ -55,7 +63,7 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
     }
     let outcome = Call::new(&ctx, &user).body(&body).run(handler!(send::send)).await;
     let sent = outcome.is_ok();
-    act(&user, outcome, |r| {
+    act_form(&user, ("/ui/compose", &form), outcome, |r| {
         let blocked = items(&r["blocked"]).len();
         let note = if blocked > 0 {
             format!(" {blocked} recipient(s) were refused.")

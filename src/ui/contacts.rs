@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::call::{Call, done, enc, field, items, time_field};
 use super::layout::{csrf_field, page, redirect};
-use super::{act, gate, or_page, posted, visitor};
+use super::session::refill;
+use super::{act, act_form, gate, or_page, posted, visitor};
 use crate::api::contacts;
 use crate::error::Result;
 use crate::handler;
@@ -21,6 +22,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
     let call = Call::new(&ctx, &user).query(query);
     let (found, next) =
         or_page!(call.run_page(handler!(contacts::list)).await, &user, "/ui/contacts");
+    let again = refill(&user.id, "/ui/contacts", &["email", "name"]);
     let body = html! {
         table {
             thead { tr { th { "Email" } th { "Name" } th { "Updated" } th { "Actions" } } }
@@ -46,10 +48,8 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         h2 { "Add a contact" }
         form.card method="post" action="/ui/contacts" {
             (csrf_field(&user.csrf))
-            label for="email" { "Email" }
-            input #email type="email" name="email" required;
-            label for="name" { "Name" }
-            input #name type="text" name="name" required;
+            (again.input("email", "email", "Email", true))
+            (again.input("text", "name", "Name", true))
             button type="submit" { "Save contact" }
         }
     };
@@ -60,7 +60,10 @@ pub async fn upsert(ctx: Ctx) -> Result<Reply> {
     let (user, form) = gate!(posted(&ctx));
     let body = json!({ "email": form.text("email"), "name": form.text("name") });
     let outcome = Call::new(&ctx, &user).body(&body).run(handler!(contacts::upsert)).await;
-    act(&user, outcome, |c| done(format!("Contact {} saved.", field(c, "email")))).await;
+    act_form(&user, ("/ui/contacts", &form), outcome, |c| {
+        done(format!("Contact {} saved.", field(c, "email")))
+    })
+    .await;
     Ok(redirect("/ui/contacts"))
 }
 

@@ -13,6 +13,11 @@ impl Form {
         Form { pairs }
     }
 
+    /// Every field as posted, in order.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
+
     /// The first value of a field.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())

@@ -59,7 +59,9 @@ pub fn page(user: &User, current: &str, title: &str, body: Markup) -> Reply {
                 }
                 main #main tabindex="-1" {
                     h1 { (title) }
-                    @if let Some(n) = notice { (notice_box(&n)) }
+                    @if let Some(n) = notice.filter(|n| !n.echo.as_ref().is_some_and(|e| e.beside_field)) {
+                        (notice_box(&n))
+                    }
                     (body)
                 }
             }

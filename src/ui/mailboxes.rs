@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::call::{Call, done, enc, field, items, time_field};
 use super::layout::{csrf_field, page, redirect};
-use super::{act, gate, or_page, posted, visitor};
+use super::session::refill;
+use super::{act, act_form, gate, or_page, posted, visitor};
 use crate::api::{mailboxes, passwords};
 use crate::error::Result;
 use crate::handler;
@@ -18,6 +19,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         &user,
         "/ui/mailboxes"
     );
+    let again = refill(&user.id, "/ui/mailboxes", &["address", "displayName"]);
     let body = html! {
         table {
             caption.muted { "Mailboxes of " (user.domain) }
@@ -42,10 +44,8 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         h2 { "New mailbox" }
         form.card method="post" action="/ui/mailboxes" {
             (csrf_field(&user.csrf))
-            label for="address" { "Address (local part or full address)" }
-            input #address type="text" name="address" required;
-            label for="displayName" { "Display name (optional)" }
-            input #displayName type="text" name="displayName";
+            (again.input("text", "address", "Address (local part or full address)", true))
+            (again.input("text", "displayName", "Display name (optional)", false))
             button type="submit" { "Create mailbox" }
         }
     };
@@ -60,7 +60,10 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
         body["displayName"] = json!(name);
     }
     let outcome = Call::new(&ctx, &user).body(&body).run(handler!(mailboxes::create)).await;
-    act(&user, outcome, |m| done(format!("Mailbox {} created.", field(m, "address")))).await;
+    act_form(&user, ("/ui/mailboxes", &form), outcome, |m| {
+        done(format!("Mailbox {} created.", field(m, "address")))
+    })
+    .await;
     Ok(redirect("/ui/mailboxes"))
 }
 
@@ -80,6 +83,7 @@ pub async fn show(ctx: Ctx) -> Result<Reply> {
     let call = Call::new(&ctx, &user).param("address", address.clone());
     let found = or_page!(call.run(handler!(passwords::list)).await, &user, "/ui/mailboxes");
     let base = format!("/ui/mailboxes/{}", enc(&address));
+    let again = refill(&user.id, &format!("{base}/passwords"), &["name"]);
     let body = html! {
         p { "Mail clients log in as " code { (address) } " with an app password." }
         h2 { "App passwords" }
@@ -103,8 +107,7 @@ pub async fn show(ctx: Ctx) -> Result<Reply> {
         }
         form.card method="post" action={ (base) "/passwords" } {
             (csrf_field(&user.csrf))
-            label for="name" { "Name of the new password (the device or app)" }
-            input #name type="text" name="name" required;
+            (again.input("text", "name", "Name of the new password (the device or app)", true))
             button type="submit" { "Create app password" }
         }
         p { a href="/ui/mailboxes" { "All mailboxes" } }
@@ -117,7 +120,8 @@ pub async fn add_password(ctx: Ctx) -> Result<Reply> {
     let address = ctx.param("address").to_owned();
     let call = Call::new(&ctx, &user).param("address", address.clone());
     let outcome = call.body(&json!({ "name": form.text("name") })).run(handler!(passwords::create));
-    act(&user, outcome.await, |p| {
+    let action = format!("/ui/mailboxes/{}/passwords", enc(&address));
+    act_form(&user, (&action, &form), outcome.await, |p| {
         let mut notice = done(format!("App password {} created.", field(p, "name")));
         notice.secret = Some(field(p, "password"));
         notice

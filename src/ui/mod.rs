@@ -4,6 +4,7 @@
 
 pub mod call;
 pub mod csrf;
+pub mod fields;
 pub mod form;
 pub mod layout;
 pub mod session;
@@ -120,6 +121,25 @@ async fn act(
     let notice = match outcome {
         Ok(value) => success(&value),
         Err(e) => call::failure(&e),
+    };
+    session::notify(&user.id, notice);
+}
+
+/// `act` for a form the page shows again when the API refuses it: what was typed comes back,
+/// and the API's message goes beside the field it names.
+async fn act_form(
+    user: &User,
+    (action, form): (&str, &Form),
+    outcome: crate::error::Result<serde_json::Value>,
+    success: impl FnOnce(&serde_json::Value) -> session::Notice,
+) {
+    let notice = match outcome {
+        Ok(value) => success(&value),
+        Err(e) => {
+            let mut notice = call::failure(&e);
+            notice.echo = Some(fields::Echo::new(action, form, &notice.text));
+            notice
+        }
     };
     session::notify(&user.id, notice);
 }

@@ -11,6 +11,7 @@ use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use hyper::header::{COOKIE, HeaderValue};
 
+use super::fields::{Echo, Refill};
 use crate::auth::Principal;
 use crate::http::Ctx;
 
@@ -38,6 +39,8 @@ pub struct Notice {
     pub text: String,
     /// A value shown once and never again (a new password or webhook secret).
     pub secret: Option<String>,
+    /// A refused form to show again, its message beside the field it names.
+    pub echo: Option<Echo>,
 }
 
 /// A logged-in visitor.
@@ -109,6 +112,21 @@ pub fn notify(id: &str, notice: Notice) {
 /// Takes the notice left for this page, if any.
 pub fn take_notice(id: &str) -> Option<Notice> {
     table().get_mut(id).and_then(|e| e.notice.take())
+}
+
+/// The form posted to `action` as the page shows it: given back when the API refused it, with
+/// the message beside the first of `fields` it names. The page's alert then leaves it out.
+pub fn refill(id: &str, action: &str, fields: &[&str]) -> Refill {
+    let mut sessions = table();
+    let Some(notice) = sessions.get_mut(id).and_then(|e| e.notice.as_mut()) else {
+        return Refill::default();
+    };
+    let Some(echo) = notice.echo.as_mut().filter(|e| e.action == action) else {
+        return Refill::default();
+    };
+    let field = echo.named.iter().find(|n| fields.contains(&n.as_str())).cloned();
+    echo.beside_field |= field.is_some();
+    Refill::new(echo.values.clone(), field, notice.text.clone())
 }
 
 /// The value of a cookie in the request.

@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::call::{Call, done, enc, field, items, time_field};
 use super::layout::{csrf_field, page, redirect};
-use super::{act, gate, or_page, posted, visitor};
+use super::session::refill;
+use super::{act, act_form, gate, or_page, posted, visitor};
 use crate::api::{analytics, suppressions};
 use crate::error::Result;
 use crate::handler;
@@ -21,6 +22,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
     let found =
         or_page!(call.run(handler!(analytics::suppressions)).await, &user, "/ui/suppressions");
     let list = items(&found["items"]);
+    let again = refill(&user.id, "/ui/suppressions", &["email", "reason"]);
     let body = html! {
         p { (field(&found, "total")) " suppressed addresses." }
         table {
@@ -52,10 +54,8 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         h2 { "Suppress an address" }
         form.card method="post" action="/ui/suppressions" {
             (csrf_field(&user.csrf))
-            label for="email" { "Email" }
-            input #email type="email" name="email" required;
-            label for="reason" { "Why (optional)" }
-            input #reason type="text" name="reason";
+            (again.input("email", "email", "Email", true))
+            (again.input("text", "reason", "Why (optional)", false))
             button type="submit" { "Suppress" }
         }
     };
@@ -70,7 +70,10 @@ pub async fn add(ctx: Ctx) -> Result<Reply> {
         body["reason"] = json!(reason);
     }
     let outcome = Call::new(&ctx, &user).body(&body).run(handler!(suppressions::create)).await;
-    act(&user, outcome, |s| done(format!("{} is suppressed.", field(s, "email")))).await;
+    act_form(&user, ("/ui/suppressions", &form), outcome, |s| {
+        done(format!("{} is suppressed.", field(s, "email")))
+    })
+    .await;
     Ok(redirect("/ui/suppressions"))
 }
 

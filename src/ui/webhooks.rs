@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::call::{Call, done, enc, field, items, time_field};
 use super::layout::{csrf_field, page, redirect};
-use super::{act, gate, or_page, posted, visitor};
+use super::session::refill;
+use super::{act, act_form, gate, or_page, posted, visitor};
 use crate::api::webhooks;
 use crate::error::Result;
 use crate::handler;
@@ -16,6 +17,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
     let user = gate!(visitor(&ctx));
     let found =
         or_page!(Call::new(&ctx, &user).run(handler!(webhooks::list)).await, &user, "/ui/webhooks");
+    let again = refill(&user.id, "/ui/webhooks", &["url", "description", "events"]);
     let body = html! {
         table {
             thead { tr { th { "URL" } th { "Description" } th { "Enabled" } th { "Events" } th { "Created" } } }
@@ -35,14 +37,17 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         h2 { "New webhook" }
         form.card method="post" action="/ui/webhooks" {
             (csrf_field(&user.csrf))
-            label for="url" { "URL (http or https)" }
-            input #url type="url" name="url" required;
-            label for="description" { "Description (optional)" }
-            input #description type="text" name="description";
-            fieldset {
+            (again.input("url", "url", "URL (http or https)", true))
+            (again.input("text", "description", "Description (optional)", false))
+            fieldset aria-describedby=[again.described("events")] {
                 legend { "Events (none ticked: every event type)" }
+                (again.error("events"))
                 @for t in EventType::ALL {
-                    label.check { input type="checkbox" name="events" value=(t.name()); (t.name()) }
+                    label.check {
+                        input type="checkbox" name="events" value=(t.name())
+                            checked[again.chose("events", t.name())];
+                        (t.name())
+                    }
                 }
             }
             button type="submit" { "Create webhook" }
@@ -63,7 +68,7 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
         body["events"] = json!(events);
     }
     let outcome = Call::new(&ctx, &user).body(&body).run(handler!(webhooks::create)).await;
-    act(&user, outcome, |h| {
+    act_form(&user, ("/ui/webhooks", &form), outcome, |h| {
         let mut notice = done(format!("Webhook {} created; its signing secret:", field(h, "url")));
         notice.secret = Some(field(h, "secret"));
         notice

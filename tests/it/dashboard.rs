@@ -5,8 +5,10 @@
 use std::net::SocketAddr;
 
 use edgemail::store::Folder;
+use serde_json::json;
 
 use crate::client::{Client, Resp};
+use crate::dashboard_mail::log_in;
 use crate::harness::{A, World};
 use crate::webdriver::{Browser, ENTER, TAB};
 
@@ -199,10 +201,17 @@ fn forged_posts_are_refused_and_forms_act_through_the_api() {
     v.post("/ui/mailboxes", &format!("csrf={token}&address=sales")).expect(303);
     assert!(names(&world).contains(&format!("sales@{A}")));
     assert!(v.get("/ui/mailboxes").text().contains(&format!("Mailbox sales@{A} created.")));
-    // The API's rules and messages apply to the form as they are.
+    // The API's rules and messages apply to the form as they are, beside the field they name.
     v.post("/ui/mailboxes", &format!("csrf={token}&address=bad..name")).expect(303);
     let page = v.get("/ui/mailboxes").text();
-    assert!(page.contains("role=\"alert\"") && page.contains("invalid `address`"), "{page}");
+    assert!(page.contains("id=\"address-error\">invalid `address`"), "{page}");
+    assert!(page.contains("value=\"bad..name\" aria-invalid=\"true\""), "{page}");
+    assert!(!page.contains("role=\"alert\""), "the message is repeated above the form: {page}");
+    // One that names no field of the form stays above it.
+    v.post("/ui/mailboxes", &format!("csrf={token}&address=sales")).expect(303);
+    let page = v.get("/ui/mailboxes").text();
+    assert!(page.contains("role=\"alert\"") && page.contains("already exists"), "{page}");
+    assert!(!page.contains("aria-invalid"), "{page}");
     // A session of another domain's key sees only its own domain.
     let mut other = Visitor::new(world.server.addr);
     other.login(&world.b).expect(303);
@@ -263,4 +272,48 @@ fn chromium_logs_in_by_keyboard_and_walks_every_page_without_console_errors() {
     // The check above can fail: a missing page is an error in the console.
     b.goto(&format!("{base}/ui/missing"));
     assert!(b.console().iter().any(|e| e["level"] == "SEVERE"), "the console log is not read");
+}
+
+#[test]
+fn chromium_shows_a_refused_form_with_the_message_beside_its_field() {
+    let world = World::start();
+    let base = format!("http://{}", world.server.addr);
+    let b = Browser::start();
+    log_in(&b, &base, &world.a);
+    b.goto(&format!("{base}/ui/mailboxes"));
+    b.type_into(&b.find("#address"), "bad..name");
+    b.type_into(&b.find("#displayName"), "Support desk");
+    b.click(&b.find("form[action=\"/ui/mailboxes\"] button"));
+    b.wait_until("the refused form", |b| b.source().contains("field-error"));
+    let field = b.find("#address");
+    assert_eq!(b.attribute(&field, "aria-invalid").as_deref(), Some("true"));
+    let described = b.attribute(&field, "aria-describedby").expect("aria-describedby");
+    let message = b.text(&b.find(&format!("#{described}")));
+    assert!(message.contains("invalid `address`"), "{message}");
+    // The message is the field's next element, and the focus waits on the field.
+    let next =
+        b.execute("return document.getElementById('address').nextElementSibling.id", json!([]));
+    assert_eq!(next, described.as_str());
+    assert_eq!(b.attribute(&b.active(), "id").as_deref(), Some("address"));
+    // What was typed is still there; the other field is not marked; no alert repeats it.
+    let values = b.execute(
+        "return ['address', 'displayName'].map(id => document.getElementById(id).value)",
+        json!([]),
+    );
+    assert_eq!(values, json!(["bad..name", "Support desk"]));
+    assert_eq!(b.attribute(&b.find("#displayName"), "aria-invalid"), None);
+    let alerts = b.execute("return document.querySelectorAll('[role=alert]').length", json!([]));
+    assert_eq!(alerts, 0);
+    let list = world.alpha().get("/v1/mailboxes").expect(200).json().to_string();
+    assert!(!list.contains("bad..name"), "{list}");
+    // Fixed in place, the same form goes through.
+    b.execute("document.getElementById('address').value = ''", json!([]));
+    b.type_into(&b.find("#address"), "desk");
+    b.click(&b.find("form[action=\"/ui/mailboxes\"] button"));
+    let created = format!("Mailbox desk@{A} created.");
+    b.wait_until("the new mailbox", |b| b.source().contains(&created));
+    assert_eq!(
+        b.execute("return document.querySelectorAll('[aria-invalid]').length", json!([])),
+        0
+    );
 }

@@ -42,6 +42,7 @@ mod metrics;
 mod openapi_examples;
 mod pacing;
 mod paging;
+mod python_client;
 mod readme;
 mod security;
 mod security_smtp;

@@ -91,8 +91,34 @@ impl Browser {
     /// One WebDriver command; answers its `value`.
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
         let body = body.map(|b| b.to_string()).unwrap_or_default();
+        // A loaded machine's chromedriver now and then closes a connection without a word. A
+        // command that changes nothing twice over (reads, finding elements, navigating to a
+        // URL) is asked again; clicks and typing are not, so a retry can never act twice.
+        let repeatable = method == "GET"
+            || ["/element", "/elements", "/url", "/execute/sync", "/window/rect", "/screenshot"]
+                .iter()
+                .any(|tail| path.ends_with(tail));
+        for _ in 0..3 {
+            let raw = self.exchange(method, path, &body);
+            if !raw.is_empty() {
+                let resp = crate::client::parse_response(&raw);
+                let value: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
+                return value["value"].clone();
+            }
+            if !repeatable {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        // No answer (also what ending a session in `drop` may get): the caller's checks of
+        // what the command should have done are what fail then.
+        Value::Null
+    }
+
+    /// One request and its raw answer (empty when the driver closed without one).
+    fn exchange(&self, method: &str, path: &str, body: &str) -> Vec<u8> {
         let Ok(mut stream) = TcpStream::connect(self.addr) else {
-            return Value::Null;
+            return Vec::new();
         };
         stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
         let head = format!(
@@ -105,10 +131,7 @@ impl Browser {
         stream.write_all(body.as_bytes()).expect("write");
         // chromedriver keeps connections open whatever the request says: read what
         // Content-Length announces instead of waiting for the end of the stream.
-        let raw = read_response(&mut stream);
-        let resp = crate::client::parse_response(&raw);
-        let value: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
-        value["value"].clone()
+        read_response(&mut stream)
     }
 
     fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Value {

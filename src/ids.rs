@@ -3,13 +3,25 @@
 //! in creation order without a second index.
 
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 
+/// How far the clock runs ahead of the system's (`testing.clock_offset`, a testing aid: tests
+/// put the server on the other side of a UTC midnight without waiting for one).
+static CLOCK_OFFSET_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the clock's lead over the system clock; called once at start-up.
+pub fn set_clock_offset(offset: Duration) {
+    CLOCK_OFFSET_MS.store(offset.as_millis() as u64, Ordering::Relaxed);
+}
+
 /// Milliseconds since the Unix epoch, the unit of every time in the API.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    let system =
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    system.saturating_add(CLOCK_OFFSET_MS.load(Ordering::Relaxed))
 }
 
 /// A new id such as `ct_01jd3k...` (prefix, underscore, 26 base32 characters). Within one

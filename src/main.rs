@@ -171,6 +171,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let _log = logging::init(&config.log.level, config.log.format == config::LogFormat::Json);
+    edgemail::ids::set_clock_offset(config.clock_offset);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -167,9 +167,46 @@ const POLICY_HINTS: &[&str] = &[
     "rejected",
 ];
 
+/// Whether a reply (or the greeting that refused a session) is the receiver slowing the sender
+/// down: any 421 (RFC 5321: closing the channel, which providers send when they throttle), or
+/// another 4xx that names a rate, too many of something, or a busy server. The queue's shaper
+/// pauses a provider group on exactly these, and `classify` calls them all `Policy`: the
+/// receiver limits the sender (its volume, connections or reputation), never the address, so
+/// the class must not suppress, and a 4xx that ends a message as `failed` never does anyway.
+pub fn is_throttle(reply: &str) -> bool {
+    let reply = reply.trim_start();
+    if reply.starts_with("421") {
+        return true;
+    }
+    if !reply.starts_with('4') {
+        return false;
+    }
+    let lower = reply.to_ascii_lowercase();
+    // A per-transaction recipient limit: the rest go in the next transaction, nothing to pause.
+    if lower.contains("too many recipients") {
+        return false;
+    }
+    let word = |w: &str| {
+        lower.match_indices(w).any(|(at, _)| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + w.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_alphabetic())
+                && !after.is_some_and(|c| c.is_ascii_alphabetic())
+        })
+    };
+    THROTTLE_PHRASES.iter().any(|p| lower.contains(p)) || word("rate") || word("rates")
+}
+
+/// Lower-case phrases of a 4xx that throttles (besides the words "rate" and "rates").
+const THROTTLE_PHRASES: &[&str] =
+    &["too many", "throttl", "ratelimit", "server busy", "unexpected volume"];
+
 /// The class of an SMTP reply (`550-5.1.1 The email account ... does not exist`), whole or as
 /// the text after the basic code; lines of a multi-line reply may be joined.
 pub fn classify(reply: &str) -> BounceClass {
+    if is_throttle(reply) {
+        return BounceClass::Policy;
+    }
     let (basic, enhanced, text) = split(reply);
     let lower = text.to_ascii_lowercase();
     for (class, phrases) in PHRASES {

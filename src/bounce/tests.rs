@@ -161,3 +161,54 @@ fn only_invalid_recipients_suppress() {
         assert_eq!(class.suppresses(), class == InvalidRecipient, "{}", class.as_str());
     }
 }
+
+/// Throttling answers as the providers document them: each pauses its provider group and is
+/// classed `policy`, which never suppresses.
+const THROTTLES: &[&str] = &[
+    "421-4.7.28 [192.0.2.1] Our system has detected an unusual rate of unsolicited mail \
+     originating from your IP address. To protect our users from spam, mail sent from your IP \
+     address has been temporarily rate limited. Please visit \
+     https://support.google.com/mail/?p=UnsolicitedRateLimitError to review our Bulk Email \
+     Senders Guidelines.",
+    "421-4.7.0 Try again later, closing connection. (EHLO)",
+    "451 4.7.500 Server busy. Please try again later from [192.0.2.1]. (S77714) \
+     [DM6NAM12FT012.eop-nam12.prod.protection.outlook.com]",
+    "421 4.3.2 The maximum number of concurrent server connections has exceeded a limit, \
+     closing transmission channel",
+    "451 4.7.650 The mail server [192.0.2.1] has been temporarily rate limited due to IP \
+     reputation.",
+    "421 4.7.0 [TSS04] Messages from 192.0.2.1 temporarily deferred due to unexpected volume or \
+     user complaints - 4.16.55.1; see https://postmaster.yahooinc.com/error-codes",
+    "450 4.2.1 The user you are trying to contact is receiving mail at a rate that prevents \
+     additional messages from being delivered.",
+    "421 Too many concurrent SMTP connections; please try again later.",
+    "450 4.7.1 Client host rejected: too many connections from your host",
+    "451 Ratelimit exceeded",
+    "452 4.2.2 throttled: try later",
+    "421 4.4.2 mx.example.net Error: timeout exceeded",
+];
+
+#[test]
+fn throttling_answers_are_policy_and_pause() {
+    for reply in THROTTLES {
+        assert!(super::is_throttle(reply), "pauses: {reply}");
+        assert_eq!(classify(reply), Policy, "{reply}");
+        assert!(!classify(reply).suppresses(), "{reply}");
+    }
+}
+
+#[test]
+fn other_temporary_answers_do_not_pause() {
+    for (reply, class) in [
+        ("452 4.5.3 Too many recipients", Protocol),
+        ("452 4.2.2 The email account that you tried to reach is over quota.", MailboxFull),
+        ("451 4.3.0 generate failed, separate issue", Other),
+        ("451 4.4.1 no mail exchanger could be reached", Other),
+        ("450 4.7.1 <someone@example.com>: Recipient address rejected: Greylisted", Policy),
+        ("550 5.7.1 rate limited (a 5xx is a bounce, not a pause)", Policy),
+        ("250 2.0.0 OK", Other),
+    ] {
+        assert!(!super::is_throttle(reply), "does not pause: {reply}");
+        assert_eq!(classify(reply), class, "{reply}");
+    }
+}

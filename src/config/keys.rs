@@ -304,4 +304,8 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.metrics.token = (!v.is_empty()).then(|| v.to_owned());
         Ok(())
     }),
+    ("testing.clock_offset", |c, v| {
+        c.clock_offset = parse_duration(v)?;
+        Ok(())
+    }),
 ];

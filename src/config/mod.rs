@@ -35,6 +35,8 @@ pub struct Config {
     pub warmup: Warmup,
     pub webhooks: Webhooks,
     pub metrics: Metrics,
+    /// `testing.clock_offset`: how far the server's clock runs ahead (a testing aid).
+    pub clock_offset: Duration,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -302,6 +304,7 @@ impl Default for Config {
             },
             log: Log { level: "info".into(), format: LogFormat::Text },
             metrics: Metrics::default(),
+            clock_offset: Duration::ZERO,
             warmup: Warmup {
                 tick: Duration::from_secs(60),
                 spread: Duration::from_secs(86_400),

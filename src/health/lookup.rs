@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::net::IpAddr;
 
-use hickory_resolver::proto::rr::{RData, RecordType};
+use hickory_resolver::proto::rr::{Name, RData, RecordType};
 
 use crate::dns::Dns;
 
@@ -25,6 +25,8 @@ pub trait Resolve: Sync {
     fn addrs(&self, name: &str, v6: bool) -> impl Future<Output = Answer<Vec<IpAddr>>> + Send;
     /// MX records as (preference, exchange without the trailing dot; "" for a null MX).
     fn mx(&self, name: &str) -> impl Future<Output = Answer<Vec<(u16, String)>>> + Send;
+    /// PTR records of an address's reverse name, without the trailing dot.
+    fn ptr(&self, ip: IpAddr) -> impl Future<Output = Answer<Vec<String>>> + Send;
 }
 
 impl Resolve for Dns {
@@ -54,6 +56,15 @@ impl Resolve for Dns {
             RData::MX(mx) => {
                 Some((mx.preference, mx.exchange.to_ascii().trim_end_matches('.').to_owned()))
             }
+            _ => None,
+        })
+        .await
+    }
+
+    async fn ptr(&self, ip: IpAddr) -> Answer<Vec<String>> {
+        let reverse = Name::from(ip).to_ascii();
+        self.ask(&reverse, RecordType::PTR, |data| match data {
+            RData::PTR(name) => Some(name.0.to_ascii().trim_end_matches('.').to_owned()),
             _ => None,
         })
         .await

@@ -8,12 +8,14 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use mail_auth::common::headers::HeaderWriter;
-use mail_auth::dmarc::verify::DmarcParameters;
+use mail_auth::dmarc::Alignment;
 use mail_auth::spf::verify::SpfParameters;
 use mail_auth::{
-    AuthenticatedMessage, AuthenticationResults, DkimResult, DmarcResult, MessageAuthenticator,
-    SpfResult,
+    AuthenticatedMessage, AuthenticationResults, DkimOutput, DkimResult, MessageAuthenticator,
+    SpfOutput, SpfResult,
 };
+
+use super::dmarc::{self, Identifiers, Proof};
 
 /// What authentication proved about a message.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,24 +73,13 @@ fn dkim_word<'a>(mut results: impl Iterator<Item = &'a DkimResult>) -> &'static 
     if words.contains(&"pass") { "pass" } else { words.first().copied().unwrap_or("none") }
 }
 
-fn dmarc_word(r: &DmarcResult) -> &'static str {
-    match r {
-        DmarcResult::Pass => "pass",
-        DmarcResult::Fail(_) => "fail",
-        DmarcResult::TempError(_) => "temperror",
-        DmarcResult::PermError(_) => "permerror",
-        DmarcResult::None => "none",
-    }
-}
-
 impl Verdict {
     /// Whether a passing DKIM signature or SPF result is aligned with the From domain (DMARC's
-    /// relaxed alignment): the same domain, or one a subdomain of the other. Without a public
-    /// suffix list this never aligns two different registrable domains, since nobody can sign
-    /// for, or be SPF-authorized by, a public suffix itself.
+    /// relaxed alignment): the same organizational domain (public suffix list), so siblings
+    /// under one registrant align and two registrants under `co.uk` never do.
     pub fn aligned(&self) -> bool {
-        !self.from_domain.is_empty()
-            && self.authenticated_domains().any(|d| related(d, &self.from_domain))
+        self.authenticated_domains()
+            .any(|d| dmarc::aligned(d, &self.from_domain, Alignment::Relaxed))
     }
 
     /// Whether `domain` (or a subdomain of it) passed DKIM.
@@ -116,6 +107,27 @@ fn related(a: &str, b: &str) -> bool {
             && child.as_bytes()[child.len() - parent.len() - 1] == b'.'
     };
     a == b || under(a, b) || under(b, a)
+}
+
+/// The identifiers DMARC aligns: DKIM signing domains and the SPF domain that passed, or whose
+/// check met a DNS error (which makes DMARC a temperror rather than a fail).
+fn identifiers<'a>(
+    dkim: &'a [DkimOutput<'a>],
+    spf: &SpfOutput,
+    spf_domain: &'a str,
+) -> Identifiers<'a> {
+    let proof = |passed: bool| if passed { Proof::Pass } else { Proof::TempError };
+    Identifiers {
+        dkim: dkim
+            .iter()
+            .filter(|d| matches!(d.result(), DkimResult::Pass | DkimResult::TempError(_)))
+            .filter_map(|d| {
+                Some((d.signature()?.d.as_str(), proof(*d.result() == DkimResult::Pass)))
+            })
+            .collect(),
+        spf: matches!(spf.result(), SpfResult::Pass | SpfResult::TempError)
+            .then(|| (spf_domain, proof(spf.result() == SpfResult::Pass))),
+    }
 }
 
 /// The envelope facts authentication needs.
@@ -157,9 +169,13 @@ pub async fn authenticate(
             .await;
         let mail_from_domain =
             envelope.mail_from.rsplit_once('@').map_or(helo, |(_, d)| d).to_owned();
-        let dmarc = authenticator
-            .verify_dmarc(DmarcParameters::new(&message, &dkim, &mail_from_domain, &spf))
-            .await;
+        let from_domains: Vec<String> = message
+            .from
+            .iter()
+            .filter_map(|f| f.rsplit_once('@').map(|(_, d)| d.trim_end_matches('>').to_owned()))
+            .collect();
+        let ids = identifiers(&dkim, &spf, &mail_from_domain);
+        let dmarc = dmarc::evaluate(authenticator, &from_domains, &ids).await;
         let verdict = Verdict {
             dkim_pass: dkim
                 .iter()
@@ -172,14 +188,14 @@ pub async fn authenticate(
             results: Results {
                 spf: spf_word(spf.result()),
                 dkim: dkim_word(dkim.iter().map(|d| d.result())),
-                dmarc: dmarc_word(&dmarc.result()),
+                dmarc: dmarc.result,
             },
         };
         let header = AuthenticationResults::new(host)
             .with_dkim_results(&dkim, message.from())
             .with_spf_mailfrom_result(&spf, envelope.ip, envelope.mail_from, helo)
-            .with_dmarc_result(&dmarc)
             .to_header();
+        let header = format!("{};\r\n\t{}\r\n", header.trim_end(), dmarc.clause());
         (header, verdict)
     };
     match tokio::time::timeout(Duration::from_secs(15), check).await {
@@ -242,6 +258,9 @@ mod tests {
         assert!(verdict(&["isp.example"], None, "isp.example").aligned());
         assert!(verdict(&["mail.isp.example"], None, "isp.example").aligned());
         assert!(verdict(&[], Some("bounce.isp.example"), "isp.example").aligned());
+        assert!(verdict(&["mail.isp.example"], None, "news.isp.example").aligned());
+        assert!(verdict(&["mail.example.co.uk"], None, "news.example.co.uk").aligned());
+        assert!(!verdict(&["other.co.uk"], None, "example.co.uk").aligned());
         assert!(!verdict(&["evil.example"], Some("evil.example"), "isp.example").aligned());
         assert!(!verdict(&["a.github.io"], None, "b.github.io").aligned());
         assert!(!verdict(&["xisp.example"], None, "isp.example").aligned());

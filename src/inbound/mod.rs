@@ -7,6 +7,7 @@
 //! and suppressions.
 
 pub mod auth;
+mod dmarc;
 mod inspect;
 mod local;
 pub mod report;

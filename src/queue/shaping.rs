@@ -1,9 +1,9 @@
 //! Per-provider shaping. Destinations are grouped by their first mail exchanger: the named groups
 //! of `[shaping.<group>]` by MX host suffix, any other host a group of its own with the `default`
 //! limits. A group caps the sessions open at once and the messages a minute; a group whose server
-//! answers 421, or a 4xx that says "too many", "rate" or "throttled", is paused: nothing new is
-//! tried there until the pause ends, and each throttling answer before the next delivery doubles
-//! the pause. Mail for a paused or saturated group is held (its queue entry waits) without
+//! answers 421, or a 4xx that says "too many", "rate", "throttled" or "server busy" (the rule is
+//! `bounce::is_throttle`), is paused: nothing new is tried there until the pause ends, and each
+//! throttling answer before the next delivery doubles the pause. Mail for a paused or saturated group is held (its queue entry waits) without
 //! counting an attempt, while other groups keep delivering.
 
 use std::collections::HashMap;
@@ -105,30 +105,9 @@ impl Group {
     }
 }
 
-/// Whether a reply (or the reason a session failed) is a receiver slowing us down.
-pub fn is_throttle(reply: &str) -> bool {
-    let reply = reply.trim_start();
-    if reply.starts_with("421") {
-        return true;
-    }
-    if !reply.starts_with('4') {
-        return false;
-    }
-    let lower = reply.to_ascii_lowercase();
-    let word = |w: &str| {
-        lower.match_indices(w).any(|(at, _)| {
-            let before = lower[..at].chars().next_back();
-            let after = lower[at + w.len()..].chars().next();
-            !before.is_some_and(|c| c.is_ascii_alphabetic())
-                && !after.is_some_and(|c| c.is_ascii_alphabetic())
-        })
-    };
-    lower.contains("too many")
-        || lower.contains("throttl")
-        || lower.contains("ratelimit")
-        || word("rate")
-        || word("rates")
-}
+/// The one rule for what pauses a group, shared with the bounce classes so that every answer
+/// that pauses is classed `policy` (never suppressing).
+pub use crate::bounce::is_throttle;
 
 /// The groups of the mail exchangers seen so far, made on first use.
 pub struct Shaper {
@@ -180,28 +159,6 @@ pub const MIN_HOLD: Duration = Duration::from_millis(50);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn throttling_answers() {
-        for yes in [
-            "421 4.7.0 Try again later, closing connection.",
-            "421 4.7.28 Our system has detected an unusual rate of unsolicited mail",
-            "451 4.7.500 Server busy. Please try again later. Too many connections",
-            "450 4.2.1 The user you are trying to contact is receiving mail at a rate that",
-            "452 4.2.2 throttled: try later",
-            "451 Ratelimit exceeded",
-        ] {
-            assert!(is_throttle(yes), "{yes}");
-        }
-        for no in [
-            "450 4.2.1 mailbox busy",
-            "451 4.3.0 generate failed, separate issue",
-            "550 5.7.1 rate limited (a 5xx is a bounce, not a pause)",
-            "250 2.0.0 OK",
-        ] {
-            assert!(!is_throttle(no), "{no}");
-        }
-    }
 
     #[test]
     fn hosts_fall_into_groups_by_suffix() {

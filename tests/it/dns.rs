@@ -12,14 +12,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::Duration;
 
 use hickory_resolver::proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
-use hickory_resolver::proto::rr::rdata::{A, AAAA, MX, TXT};
+use hickory_resolver::proto::rr::rdata::{A, AAAA, MX, PTR, TXT};
 use hickory_resolver::proto::rr::{Name, RData, Record, RecordType};
 
 /// TTL of every answer unless a test changes it with `Dns::set_ttl`.
@@ -147,6 +147,12 @@ impl Dns {
 
     pub fn add_aaaa(&self, name: &str, ip: Ipv6Addr) {
         self.add(name, RData::AAAA(AAAA(ip)));
+    }
+
+    /// Adds a PTR record at the reverse name of `ip` (`4.3.2.1.in-addr.arpa`, or the nibbles
+    /// under `ip6.arpa`) naming `host`.
+    pub fn add_ptr(&self, ip: IpAddr, host: &str) {
+        self.add(&Name::from(ip).to_ascii(), RData::PTR(PTR(absolute_name(host))));
     }
 
     /// Adds one TXT record whose text is split into character-strings of at most 255 bytes.

@@ -19,7 +19,9 @@ const NOT_AUTHORIZED: &str = "noauth.test";
 const TOO_MANY: &str = "toomany.test";
 const LISTED: &str = "listed.test";
 const SLOW: &str = "slow.test";
-const HOSTED: [&str; 7] = [GOOD, NO_DMARC, BAD_SYNTAX, NOT_AUTHORIZED, TOO_MANY, LISTED, SLOW];
+const BY_PTR: &str = "byptr.test";
+const HOSTED: [&str; 8] =
+    [GOOD, NO_DMARC, BAD_SYNTAX, NOT_AUTHORIZED, TOO_MANY, LISTED, SLOW, BY_PTR];
 
 struct Fixture {
     server: Server,
@@ -78,6 +80,13 @@ fn start_with(sending: &[(&str, &str)]) -> Fixture {
     dns.add_a("99.2.0.192.bl.test", Ipv4Addr::new(127, 0, 0, 2));
     dns.add_a("listed.test.dbl.test", Ipv4Addr::new(127, 0, 1, 2));
     publish(&dns, &seed, SLOW, &good_spf, reject);
+    // SPF by reverse DNS (RFC 7208 5.5): the sending address's name, confirmed forward, is under
+    // the domain. (A second, unconfirmed name is not.)
+    publish(&dns, &seed, BY_PTR, "v=spf1 ptr -all", reject);
+    let address: std::net::IpAddr = SENDING_IP.parse().expect("ip"); // ok: test
+    dns.add_ptr(address, "claimed.other.test");
+    dns.add_ptr(address, "mta.byptr.test");
+    dns.add_a("mta.byptr.test", Ipv4Addr::new(192, 0, 2, 25));
     dns.set_timeout(&format!("_dmarc.{SLOW}"));
     seed.close();
     let nameserver = dns.addr().to_string();
@@ -161,6 +170,17 @@ fn a_fully_configured_domain_scores_100_and_each_broken_record_costs_points() {
     assert!(!text(&listed, "blacklists", "hint").is_empty());
     assert_eq!(listed["score"], 85);
     assert_eq!(status(&listed, "mx"), "pass", "one MX host is this server");
+}
+
+#[test]
+fn spf_ptr_authorizes_a_forward_confirmed_name_under_the_domain() {
+    let f = start();
+    let report = f.health(BY_PTR);
+    assert_eq!(status(&report, "spf"), "pass", "{report:#}");
+    assert!(text(&report, "spf", "detail").contains(&format!("authorizes {SENDING_IP}")));
+    let asked = f.dns.queries();
+    assert!(asked.iter().any(|q| q.name == "25.2.0.192.in-addr.arpa" && q.record_type == "PTR"));
+    assert!(asked.iter().any(|q| q.name == "mta.byptr.test" && q.record_type == "A"), "confirmed");
 }
 
 #[test]

@@ -28,21 +28,32 @@ fn stored_results(w: &MailWorld) -> String {
     panic!("nothing stored:\n{}", w.server.log());
 }
 
-/// A world where only `_dmarc.example.co.uk` publishes a policy (p=reject).
+/// A world where only `_dmarc.example.co.uk` publishes a policy (p=reject). The public suffix
+/// `co.uk` publishes one too (p=none): a tree walk towards the root (mail-auth's DMARCbis draft)
+/// would take it for the organizational domain of names that have none of their own.
 fn world() -> MailWorld {
     let w = MailWorld::start();
     w.dns.add_txt("_dmarc.example.co.uk", "v=DMARC1; p=reject");
+    w.dns.add_txt("_dmarc.co.uk", "v=DMARC1; p=none");
     w.dns.add_txt("example.co.uk", "v=spf1 ip4:127.0.0.1 -all");
+    w.dns.add_txt("bounce.example.co.uk", "v=spf1 ip4:127.0.0.1 -all");
     w.dns.add_txt("mail.example.co.uk", "v=spf1 -all");
+    w.dns.add_txt("other.co.uk", "v=spf1 ip4:127.0.0.1 -all");
     w
 }
 
-fn deliver(w: &MailWorld, mail_from: &str) {
-    let message = "From: Ann <a@mail.example.co.uk>\r\nTo: sales@alpha.test\r\n\
-                   Subject: hi\r\nMessage-ID: <d1@mail.example.co.uk>\r\n\r\nHello.";
+fn deliver_from(w: &MailWorld, from: &str, mail_from: &str) {
+    let message = format!(
+        "From: Ann <{from}>\r\nTo: sales@alpha.test\r\n\
+         Subject: hi\r\nMessage-ID: <d1@mail.example.co.uk>\r\n\r\nHello."
+    );
     let (mut s, _) = Talk::open(w.server.smtp);
     s.cmd("EHLO mail.example.co.uk");
-    assert!(s.mail(mail_from, &["sales@alpha.test"], message).starts_with("250"));
+    assert!(s.mail(mail_from, &["sales@alpha.test"], &message).starts_with("250"));
+}
+
+fn deliver(w: &MailWorld, mail_from: &str) {
+    deliver_from(w, "a@mail.example.co.uk", mail_from);
 }
 
 #[test]
@@ -62,10 +73,26 @@ fn a_failing_subdomain_gets_the_organizational_domains_reject_policy() {
 #[test]
 fn a_subdomain_aligned_through_its_organizational_domain_passes() {
     let w = world();
-    // SPF passes for example.co.uk; the From is mail.example.co.uk: relaxed alignment holds
-    // because both have the organizational domain example.co.uk.
-    deliver(&w, "bounce@example.co.uk");
+    // SPF passes for bounce.example.co.uk; the From is its sibling mail.example.co.uk: relaxed
+    // alignment holds because both have the organizational domain example.co.uk.
+    deliver(&w, "b@bounce.example.co.uk");
     let results = stored_results(&w);
     assert!(results.contains("spf=pass"), "{results}");
     assert!(results.contains("dmarc=pass"), "{results}");
+    assert!(results.contains("policy.dmarc=reject"), "{results}");
+}
+
+#[test]
+fn a_multi_label_public_suffix_is_no_organizational_domain() {
+    let w = world();
+    // news.shop.co.uk publishes nothing, nor does shop.co.uk; co.uk's record is not theirs. SPF
+    // passes for other.co.uk, another registrant under the same suffix: never aligned.
+    deliver_from(&w, "a@news.shop.co.uk", "x@other.co.uk");
+    let results = stored_results(&w);
+    assert!(results.contains("spf=pass"), "{results}");
+    assert!(results.contains("dmarc=none"), "{results}");
+    assert!(results.contains("header.from=news.shop.co.uk"), "{results}");
+    let asked: Vec<String> = w.dns.queries().into_iter().map(|q| q.name).collect();
+    assert!(asked.iter().any(|n| n == "_dmarc.shop.co.uk"), "{asked:?}");
+    assert!(!asked.iter().any(|n| n == "_dmarc.co.uk"), "the suffix is not asked: {asked:?}");
 }

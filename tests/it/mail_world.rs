@@ -85,6 +85,13 @@ impl MailWorld {
         self.server = Self::spawn(&self.dir, &self.extra_env, &self.extra_args);
     }
 
+    /// Sets (or replaces) an environment variable of the server, then `crash_and_restart`.
+    pub fn restart_with_env(&mut self, name: &str, value: &str) {
+        self.extra_env.retain(|(k, _)| k != name);
+        self.extra_env.push((name.to_owned(), value.to_owned()));
+        self.crash_and_restart();
+    }
+
     pub fn api(&self) -> Client {
         self.server.client(Some(&self.key))
     }

@@ -98,6 +98,40 @@ fn over_the_daily_cap_campaign_mail_waits_for_the_next_utc_day() {
     assert_eq!(w.sink.messages().len(), 3, "two campaign copies and the transactional one");
 }
 
+/// The day boundary, on the server's clock (`testing.clock_offset`) rather than by waiting for a
+/// midnight: at noon of a UTC day two campaign messages go and the third is booked for the first
+/// moment of the next day; half a day later on that clock it goes.
+#[test]
+fn the_daily_cap_holds_the_third_message_until_the_next_utc_day() {
+    const OFFSET: &str = "EDGEMAIL_TESTING_CLOCK_OFFSET";
+    let real = now_ms();
+    let noon = (real / DAY_MS + 1) * DAY_MS + DAY_MS / 2;
+    let offset = noon - real;
+    let mut w = MailWorld::start_with(&[(OFFSET, &format!("{offset}ms"))], &[]);
+    w.api().patch("/v1/mailboxes/sales", json!({"dailyLimit": 2})).expect(200);
+    let sent = campaign(&w, &["a@example.org", "b@example.org", "c@example.org"]);
+    let midnight = (noon / DAY_MS + 1) * DAY_MS;
+    let mut waiting = Vec::new();
+    for id in &sent {
+        let e = w.wait_email(id, |e| {
+            e["status"] == "delivered" || e["nextAttemptAt"].as_u64().is_some_and(|t| t >= midnight)
+        });
+        if e["status"] != "delivered" {
+            assert_eq!(e["nextAttemptAt"], midnight, "booked for the next UTC day: {e}");
+            assert_eq!(e["deliveries"][0]["attempts"], 0, "{e}");
+            waiting.push(id.clone());
+        }
+    }
+    assert_eq!(waiting.len(), 1, "two go today, the third waits");
+    assert_eq!(w.sink.wait_for(2, Duration::from_secs(5)).len(), 2);
+
+    // Twelve hours later on the server's clock: the next UTC day has begun.
+    w.restart_with_env(OFFSET, &format!("{}ms", offset + DAY_MS / 2));
+    let e = w.wait_status(&waiting[0], "delivered");
+    assert_eq!(e["deliveries"][0]["attempts"], 1, "{e}");
+    assert_eq!(w.sink.wait_for(3, Duration::from_secs(5)).len(), 3);
+}
+
 #[test]
 fn the_minimum_gap_spaces_a_mailboxs_sends() {
     let w = MailWorld::start();

@@ -230,9 +230,10 @@ impl<R: Resolve> Eval<'_, R> {
                 }
                 Ok(false)
             }
-            // Deprecated (RFC 7208 5.5) and dependent on reverse DNS of the client: never matches
-            // here, so a record relying on it is reported as not authorizing the address.
-            Mechanism::Ptr(_) => Ok(false),
+            Mechanism::Ptr(target) => {
+                let name = self.expand(target.as_deref().unwrap_or(domain), domain)?;
+                Ok(self.ptr_matches(&name).await)
+            }
             Mechanism::Exists(target) => {
                 let name = self.expand(target, domain)?;
                 Ok(!found(self.r.addrs(&name, false).await)?.is_empty())
@@ -249,6 +250,28 @@ impl<R: Resolve> Eval<'_, R> {
         }
     }
 
+    /// RFC 7208 5.5: a name the client's address points back to (PTR), that points to the
+    /// address again (A or AAAA), and is `target` or under it. Only the first ten names count,
+    /// and DNS trouble on the way means no match, never an error.
+    async fn ptr_matches(&self, target: &str) -> bool {
+        let target = target.trim_end_matches('.').to_ascii_lowercase();
+        let Answer::Found(names) = self.r.ptr(self.ip).await else { return false };
+        for name in names.iter().take(PTR_NAME_LIMIT) {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            let under = name == target
+                || name.strip_suffix(&target).is_some_and(|head| head.ends_with('.'));
+            if !under {
+                continue;
+            }
+            if let Answer::Found(addrs) = self.r.addrs(&name, self.ip.is_ipv6()).await
+                && addrs.contains(&self.ip)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
     fn within(&self, addr: IpAddr, v4: u8, v6: u8) -> bool {
         match addr {
             IpAddr::V4(a) => in_network(self.ip, Some((a, v4)), None),
@@ -256,6 +279,9 @@ impl<R: Resolve> Eval<'_, R> {
         }
     }
 }
+
+/// RFC 7208 4.6.4: the names of a PTR answer `ptr` looks at.
+const PTR_NAME_LIMIT: usize = 10;
 
 /// Records of a lookup inside evaluation: nothing is an empty set, no answer a temporary error.
 fn found<T>(answer: Answer<Vec<T>>) -> Result<Vec<T>, Verdict> {

@@ -11,6 +11,7 @@ struct Table {
     txt: HashMap<String, Vec<String>>,
     a: HashMap<String, Vec<IpAddr>>,
     mx: HashMap<String, Vec<(u16, String)>>,
+    ptr: HashMap<String, Vec<String>>,
     broken: Vec<String>,
 }
 
@@ -25,6 +26,10 @@ impl Table {
     }
     fn mx(mut self, name: &str, host: &str) -> Self {
         self.mx.entry(name.into()).or_default().push((10, host.into()));
+        self
+    }
+    fn ptr(mut self, addr: [u8; 4], name: &str) -> Self {
+        self.ptr.entry(ip(addr).to_string()).or_default().push(name.into());
         self
     }
     fn get<T: Clone>(&self, map: &HashMap<String, Vec<T>>, name: &str) -> Answer<Vec<T>> {
@@ -44,6 +49,9 @@ impl Resolve for Table {
     }
     async fn mx(&self, name: &str) -> Answer<Vec<(u16, String)>> {
         self.get(&self.mx, name)
+    }
+    async fn ptr(&self, addr: IpAddr) -> Answer<Vec<String>> {
+        self.get(&self.ptr, &addr.to_string())
     }
 }
 
@@ -191,6 +199,38 @@ fn check_host_follows_ip_a_mx_include_and_redirect() {
     assert_eq!(check([10, 0, 0, 1], "r.example"), Verdict::SoftFail);
     assert_eq!(check([10, 0, 0, 1], "none.example"), Verdict::None);
     assert_eq!(check([10, 0, 0, 1], "tmp.example"), Verdict::TempError);
+}
+
+#[test]
+fn ptr_needs_a_forward_confirmed_name_at_or_under_the_target() {
+    let mut t = Table::default()
+        .txt("example.com", "v=spf1 ptr -all")
+        .txt("mail.example.com", "v=spf1 ptr -all")
+        .txt("other.example", "v=spf1 ptr:example.com -all")
+        .txt("evil.example", "v=spf1 ptr -all")
+        // Confirmed: its name points back to it.
+        .ptr([192, 0, 2, 1], "mail.example.com")
+        .a("mail.example.com", [192, 0, 2, 1])
+        // Claimed only: the name resolves elsewhere.
+        .ptr([192, 0, 2, 2], "fake.example.com")
+        .a("fake.example.com", [192, 0, 2, 99])
+        // The matching name comes after ten others, which are all that count.
+        .ptr([192, 0, 2, 4], "mail.example.com");
+    for n in 0..10 {
+        t = t.ptr([192, 0, 2, 3], &format!("n{n}.elsewhere.example"));
+    }
+    let t = t.ptr([192, 0, 2, 3], "late.example.com").a("late.example.com", [192, 0, 2, 3]);
+    let t = Table { broken: vec!["192.0.2.5".into()], ..t };
+    let check = |addr: [u8; 4], domain: &str| run(check_host(&t, ip(addr), domain, "h"));
+    assert_eq!(check([192, 0, 2, 1], "example.com"), Verdict::Pass, "a subdomain");
+    assert_eq!(check([192, 0, 2, 1], "mail.example.com"), Verdict::Pass, "the name itself");
+    assert_eq!(check([192, 0, 2, 1], "other.example"), Verdict::Pass, "ptr:<domain>");
+    assert_eq!(check([192, 0, 2, 1], "evil.example"), Verdict::Fail, "another domain");
+    assert_eq!(check([192, 0, 2, 2], "example.com"), Verdict::Fail, "not forward-confirmed");
+    assert_eq!(check([192, 0, 2, 3], "example.com"), Verdict::Fail, "the eleventh name");
+    assert_eq!(check([192, 0, 2, 4], "example.com"), Verdict::Fail, "points elsewhere");
+    assert_eq!(check([192, 0, 2, 5], "example.com"), Verdict::Fail, "no PTR answer");
+    assert_eq!(check([192, 0, 2, 9], "example.com"), Verdict::Fail, "no PTR");
 }
 
 #[test]

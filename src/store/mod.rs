@@ -40,6 +40,7 @@
 //! - `tables`       every table and its key layout
 //! - `writer`       the group-commit thread, and the probe of a degraded store
 //! - `file`         the open database file, reopened after a disk fault, and whether it takes writes
+//! - `kv`           the storage backend: ordered byte tables in transactions, typed tables above them
 //! - `error`        the store's error, and its mapping onto the API's
 
 mod attempts;
@@ -57,6 +58,8 @@ mod imap;
 mod imap_ops;
 mod inbound;
 mod keys;
+#[allow(dead_code, unused_imports)] // until the modules above use it
+mod kv;
 mod mailboxes;
 mod migrate;
 mod outbox;

@@ -1,6 +1,6 @@
-//! The only module that touches redb. `Store` owns the database file and the group-commit writer;
-//! `Wtx` and `Rtx` wrap a write and a read transaction and carry the narrow, typed operations
-//! (one file per entity or concern). No redb type leaves this module.
+//! `Store` owns the backend (`kv`: ordered byte tables on one redb file) and the group-commit
+//! writer; `Wtx` and `Rtx` wrap a write and a read transaction and carry the narrow, typed
+//! operations (one file per entity or concern). No redb type leaves `kv` (or `migrate`'s move).
 //!
 //! The sub-modules, top first: one uses (by `use`, or the methods they add to `Wtx`/`Rtx`) only
 //! those below it, as `layering.rs` checks; work above a module is started from above, not by it.
@@ -58,7 +58,6 @@ mod imap;
 mod imap_ops;
 mod inbound;
 mod keys;
-#[allow(dead_code, unused_imports)] // until the modules above use it
 mod kv;
 mod mailboxes;
 mod migrate;
@@ -86,9 +85,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{
-    Key, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, Value, WriteTransaction,
-};
+use kv::{Backend, Key, ReadTxn, ReadableTable, TableDefinition, Value, WriteTxn};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -149,7 +146,7 @@ impl Default for Options {
 
 /// A write transaction shared with the other jobs of its group commit.
 pub struct Wtx<'a> {
-    tx: &'a WriteTransaction,
+    tx: &'a dyn WriteTxn,
     /// Whether this write recorded a webhook event: the dispatcher is woken once it commits.
     emitted: bool,
     /// Whether this write changed what IMAP sessions show: they are woken once it commits.
@@ -158,7 +155,7 @@ pub struct Wtx<'a> {
 
 /// A consistent snapshot for reading.
 pub struct Rtx {
-    tx: ReadTransaction,
+    tx: Box<dyn ReadTxn>,
 }
 
 impl Store {
@@ -334,7 +331,7 @@ where
 {
     // The handle is held for the read only: a reopen after a disk fault waits for it.
     let db = file.db()?;
-    let tx = db.begin_read().map_err(|e| E::from(Error::from(e)))?;
+    let tx = db.read().map_err(E::from)?;
     work(&Rtx { tx })
 }
 
@@ -384,7 +381,7 @@ impl Tables for Wtx<'_> {
         &self,
         definition: TableDefinition<'_, K, V>,
     ) -> Result<impl ReadableTable<K, V> + '_> {
-        Ok(self.tx.open_table(definition)?)
+        self.tx.open_table(definition)
     }
 }
 
@@ -393,7 +390,7 @@ impl Tables for Rtx {
         &self,
         definition: TableDefinition<'_, K, V>,
     ) -> Result<impl ReadableTable<K, V> + '_> {
-        Ok(self.tx.open_table(definition)?)
+        self.tx.open_table(definition)
     }
 }
 
@@ -414,7 +411,7 @@ where
 
 /// Removes every entry of a (domain, _) keyed table; returns how many.
 fn drain_domain<V: Value + 'static>(
-    table: &mut redb::Table<(&'static str, &'static str), V>,
+    table: &mut kv::Table<'_, (&'static str, &'static str), V>,
     domain: &str,
 ) -> Result<usize> {
     let mut keys = Vec::new();

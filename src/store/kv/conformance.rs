@@ -5,6 +5,7 @@
 use std::ops::Bound;
 
 use super::key::{Key, encode_key};
+use super::table::Range;
 use super::*;
 use crate::store::error::Error;
 

@@ -34,6 +34,30 @@ fn name(table: &str) -> String {
     format!("kv/{table}")
 }
 
+/// Whether redb's storage error comes from the file beneath rather than from how it was used.
+fn from_disk(e: &redb::StorageError) -> bool {
+    matches!(e, redb::StorageError::Io(_) | redb::StorageError::PreviousIo)
+}
+
+/// redb's error types, each with whether it comes from the disk.
+macro_rules! storage_error {
+    ($($t:ty => |$e:ident| $disk:expr),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from($e: $t) -> Self {
+                if $disk { Error::Disk(Box::new($e)) } else { Error::Storage(Box::new($e)) }
+            }
+        }
+    )*};
+}
+storage_error!(
+    redb::StorageError => |e| from_disk(&e),
+    redb::Error => |e| matches!(e, redb::Error::Io(_) | redb::Error::PreviousIo),
+    redb::DatabaseError => |e| matches!(&e, redb::DatabaseError::Storage(s) if from_disk(s)),
+    redb::TransactionError => |e| matches!(&e, redb::TransactionError::Storage(s) if from_disk(s)),
+    redb::TableError => |e| matches!(&e, redb::TableError::Storage(s) if from_disk(s)),
+    redb::CommitError => |e| matches!(&e, redb::CommitError::Storage(s) if from_disk(s)),
+);
+
 /// The database file.
 pub struct Redb {
     db: Database,

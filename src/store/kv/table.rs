@@ -168,6 +168,7 @@ pub trait ReadableTable<K: Key, V: Value> {
     }
 
     #[allow(clippy::type_complexity)]
+    #[cfg_attr(not(test), allow(dead_code))]
     fn last(&self) -> Result<Option<(KeyGuard<'_, K>, AccessGuard<'_, V>)>> {
         self.iter()?.rev().next().transpose()
     }

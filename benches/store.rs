@@ -67,7 +67,6 @@ fn seed() -> Seeded {
                     text: Some("Hello there, this is the body of the message.".into()),
                     ..Email::default()
                 };
-                w.insert_email(&email)?;
                 w.enqueue(&email, 1_795_305_600_000 + i)?;
             }
             Ok(())

@@ -1,6 +1,14 @@
 //! The store's hot reads and writes through its public API, on a real data file: what a storage
 //! backend beneath the store costs or saves. Run with `cargo bench --bench store`; compare two
 //! builds by running each bench executable alternately (the machine's load moves the figures).
+//!
+//! Typed redb tables (before) against the key-value backend on redb (after), two alternating runs
+//! each on a busy 2-core machine (load ~10), medians: a point get 1.27-1.88 / 1.24-1.26 µs; an
+//! email by id 3.9-5.6 / 3.9-8.0 µs; 10 mailboxes 6.8-9.9 / 8.1-8.6 µs; a folder page of 50,
+//! newest first, 8.4-8.6 / 12.5-13.9 µs; 50 contacts 26.7-27.3 / 34-45 µs; 100 due queue entries
+//! 14.6-15.6 / 25.7-34.1 µs. Durable writes were within the disk's noise (0.4-4.3 ms either way).
+//! Point reads cost the same; range scans pay about 0.1-0.2 µs per entry for decoding tuple keys
+//! into an owned layout, which is where to look next.
 
 use std::hint::black_box;
 use std::path::PathBuf;

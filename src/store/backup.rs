@@ -7,10 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use redb::{Database, ReadableDatabase};
-
 use super::error::{Error, Result};
-use super::tables::META;
+use super::kv::Redb;
 use super::{DB_FILE, Store};
 
 /// What a check found in a sound file.
@@ -31,7 +29,7 @@ impl Store {
         let partial = sibling(to, "partial");
         let (done, copied) = mpsc::channel();
         let (from, target) = (self.path.clone(), partial.clone());
-        let work = Box::new(move |_: &Database| {
+        let work = Box::new(move |_: &Redb| {
             let _ = done.send(copy_durably(&from, &target));
         });
         if !self.writer.between(work) {
@@ -110,19 +108,13 @@ fn copy_durably(from: &Path, to: &Path) -> Result<()> {
 /// Opens the file (redb repairs it if it was not closed cleanly), checks its integrity, reads its
 /// schema version and closes it cleanly. Errors name `shown`, the file the user knows.
 fn settle(path: &Path, shown: &Path) -> Result<Checked> {
-    let path_for_errors = shown;
-    let mut db = Database::open(path).map_err(|e| corrupt(path_for_errors, e.into()))?;
-    let sound = db.check_integrity().map_err(|e| corrupt(path_for_errors, e.into()))?;
-    let schema_version = {
-        let tx = db.begin_read()?;
-        let found = tx.open_table(META).map_err(|e| corrupt(path_for_errors, e.into()))?;
-        let version =
-            found.get("schema_version").map_err(|e| corrupt(path_for_errors, e.into()))?;
-        version.map(|v| v.value()).ok_or_else(|| {
+    let mut db = Redb::open_existing(path).map_err(|e| corrupt(shown, e))?;
+    let sound = db.check_integrity().map_err(|e| corrupt(shown, e))?;
+    let schema_version =
+        super::migrate::stored_version(&db).map_err(|e| corrupt(shown, e))?.ok_or_else(|| {
             Error::invalid(format!("{} is not an edgemail data file", shown.display()), "")
-        })?
-    };
-    db.close().map_err(|e| corrupt(path_for_errors, e.into()))?;
+        })?;
+    db.close().map_err(|e| corrupt(shown, e))?;
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     Ok(Checked { bytes, schema_version, repaired: !sound })
 }

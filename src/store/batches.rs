@@ -1,7 +1,7 @@
 //! Campaign batches and their counters, and the one place that counts what happens to a sent
 //! message for the batch or the sequence it belongs to.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::Email;

@@ -2,7 +2,7 @@
 
 use std::ops::Bound;
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

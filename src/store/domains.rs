@@ -1,6 +1,6 @@
 //! Hosted domains, with their DKIM keys. Removing a domain and all it owns is `removal`'s.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

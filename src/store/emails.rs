@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use super::kv::ReadableTable;
 use mail_parser::{MessageParser, PartType};
-use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

@@ -119,30 +119,6 @@ impl std::error::Error for Error {
     }
 }
 
-/// Whether redb's storage error comes from the file beneath rather than from how it was used.
-fn from_disk(e: &redb::StorageError) -> bool {
-    matches!(e, redb::StorageError::Io(_) | redb::StorageError::PreviousIo)
-}
-
-/// redb's error types, each with whether it comes from the disk.
-macro_rules! storage_error {
-    ($($t:ty => |$e:ident| $disk:expr),* $(,)?) => {$(
-        impl From<$t> for Error {
-            fn from($e: $t) -> Self {
-                if $disk { Error::Disk(Box::new($e)) } else { Error::Storage(Box::new($e)) }
-            }
-        }
-    )*};
-}
-storage_error!(
-    redb::StorageError => |e| from_disk(&e),
-    redb::Error => |e| matches!(e, redb::Error::Io(_) | redb::Error::PreviousIo),
-    redb::DatabaseError => |e| matches!(&e, redb::DatabaseError::Storage(s) if from_disk(s)),
-    redb::TransactionError => |e| matches!(&e, redb::TransactionError::Storage(s) if from_disk(s)),
-    redb::TableError => |e| matches!(&e, redb::TableError::Storage(s) if from_disk(s)),
-    redb::CommitError => |e| matches!(&e, redb::CommitError::Storage(s) if from_disk(s)),
-);
-
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
         Error::Codec(e)
@@ -208,8 +184,8 @@ mod tests {
 
     #[test]
     fn a_storage_fault_reaches_the_api_error_with_its_source() {
-        let redb = redb::StorageError::Corrupted("page 7".into());
-        let api = Api::from(Error::from(redb));
+        let fault = std::io::Error::new(std::io::ErrorKind::InvalidData, "page 7");
+        let api = Api::from(Error::Storage(Box::new(fault)));
         assert!(matches!(api, Api::Storage(_)));
         assert!(JobError::is_fault(&api), "a storage fault aborts the batch");
         let store = api.source().expect("the store error"); // ok: test

@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use redb::{Builder, Database};
-
 use super::error::{Error, Result};
+use super::kv::Redb;
 
 /// How long a reopen waits for reads in progress to let go of the old handle.
 const READERS_GRACE: Duration = Duration::from_secs(3);
@@ -20,7 +19,7 @@ pub(super) struct File {
     path: PathBuf,
     cache_size: usize,
     /// `None` only while a reopen failed; reads then wait for the next one.
-    slot: RwLock<Option<Arc<Database>>>,
+    slot: RwLock<Option<Arc<Redb>>>,
     writable: AtomicBool,
     /// The fault that made the store refuse writes, while it does.
     fault: Mutex<Option<Arc<Error>>>,
@@ -40,7 +39,7 @@ impl File {
 
     /// The current handle. A handle held across a reopen keeps the reopen waiting: hold it for
     /// one transaction only.
-    pub(super) fn db(&self) -> Result<Arc<Database>> {
+    pub(super) fn db(&self) -> Result<Arc<Redb>> {
         let slot = self.slot.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         match slot.as_ref() {
             Some(db) => Ok(db.clone()),
@@ -100,15 +99,8 @@ impl File {
     }
 }
 
-fn create(path: &Path, cache_size: usize) -> Result<Database> {
-    match Builder::new().set_cache_size(cache_size).create(path) {
-        Ok(db) => Ok(db),
-        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Err(Error::Unavailable(format!(
-            "{} is open in another process (is `edgemail serve` running on this data directory?)",
-            path.display()
-        ))),
-        Err(e) => Err(e.into()),
-    }
+fn create(path: &Path, cache_size: usize) -> Result<Redb> {
+    Redb::open(path, cache_size)
 }
 
 /// The data directory, created readable by its owner only.

@@ -1,6 +1,6 @@
 //! Sender groups: a set of the domain's mailboxes and a list of recipients.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

@@ -3,7 +3,7 @@
 //! which of two concurrent requests runs; keys older than their time to live are treated as absent
 //! and pruned a few at a time by later claims.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::Result;

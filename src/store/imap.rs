@@ -4,7 +4,7 @@
 //! moved, deleted) updates it in the same transaction (`emails` calls the hooks below), so UIDs
 //! stay stable across restarts and the API and IMAP always agree.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::Result;

@@ -2,7 +2,7 @@
 //! reading a folder in UID order, flags, and the changes IMAP makes (APPEND, COPY, MOVE,
 //! EXPUNGE), each one transaction that keeps the emails, their index and the UIDs together.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 
 use super::emails::{Email, Folder};
 use super::error::{Error, Result};

@@ -100,7 +100,7 @@ fn without_bodies(e: &Email) -> Email {
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableTable, ReadableTableMetadata};
+    use super::super::kv::ReadableTable;
 
     use super::super::emails::fill_bodies;
     use super::super::tables::*;

@@ -1,7 +1,7 @@
 //! API keys. Only the SHA-256 of a secret is stored; the hash index holds live keys only, so
 //! revoking a key is removing its hash.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

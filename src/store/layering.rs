@@ -134,3 +134,36 @@ fn the_scan_sees_grouped_imports_and_self_calls() {
     assert_eq!(self_calls(&code), ["load_email"]);
     assert_eq!(defined(&code), ["f"]);
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("store dir").flatten() {
+        // ok: test
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn redb_stays_inside_the_backend() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+    // The backend itself, and the move of the typed tables older releases wrote.
+    let allowed = [dir.join("kv/embedded.rs"), dir.join("migrate/legacy.rs")];
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let leaks: Vec<String> = files
+        .iter()
+        .filter(|path| !allowed.contains(path))
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).expect("source"); // ok: test
+            let code = code(&text);
+            code.contains("redb::") || code.contains("use redb")
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(leaks.is_empty(), "redb named outside store::kv's backend: {leaks:?}");
+}

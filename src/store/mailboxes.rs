@@ -1,7 +1,7 @@
 //! Mailboxes: addresses on a hosted domain. Stored in their API shape, so a listing is the stored
 //! documents joined into an array without decoding them.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

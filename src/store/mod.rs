@@ -1,6 +1,6 @@
-//! The only module that touches redb. `Store` owns the database file and the group-commit writer;
-//! `Wtx` and `Rtx` wrap a write and a read transaction and carry the narrow, typed operations
-//! (one file per entity or concern). No redb type leaves this module.
+//! `Store` owns the backend (`kv`: ordered byte tables on one redb file) and the group-commit
+//! writer; `Wtx` and `Rtx` wrap a write and a read transaction and carry the narrow, typed
+//! operations (one file per entity or concern). No redb type leaves `kv` (or `migrate`'s move).
 //!
 //! The sub-modules, top first: one uses (by `use`, or the methods they add to `Wtx`/`Rtx`) only
 //! those below it, as `layering.rs` checks; work above a module is started from above, not by it.
@@ -40,6 +40,7 @@
 //! - `tables`       every table and its key layout
 //! - `writer`       the group-commit thread, and the probe of a degraded store
 //! - `file`         the open database file, reopened after a disk fault, and whether it takes writes
+//! - `kv`           the storage backend: ordered byte tables in transactions, typed tables above them
 //! - `error`        the store's error, and its mapping onto the API's
 
 mod attempts;
@@ -57,6 +58,7 @@ mod imap;
 mod imap_ops;
 mod inbound;
 mod keys;
+mod kv;
 mod mailboxes;
 mod migrate;
 mod outbox;
@@ -83,9 +85,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{
-    Key, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, Value, WriteTransaction,
-};
+use kv::{Backend, Key, ReadTxn, ReadableTable, TableDefinition, Value, WriteTxn};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -134,7 +134,7 @@ pub struct Store {
 
 /// A write transaction shared with the other jobs of its group commit.
 pub struct Wtx<'a> {
-    tx: &'a WriteTransaction,
+    tx: &'a dyn WriteTxn,
     /// Whether this write recorded a webhook event: the dispatcher is woken once it commits.
     emitted: bool,
     /// Whether this write changed what IMAP sessions show: they are woken once it commits.
@@ -143,7 +143,7 @@ pub struct Wtx<'a> {
 
 /// A consistent snapshot for reading.
 pub struct Rtx {
-    tx: ReadTransaction,
+    tx: Box<dyn ReadTxn>,
 }
 
 impl Store {
@@ -329,7 +329,7 @@ where
 {
     // The handle is held for the read only: a reopen after a disk fault waits for it.
     let db = file.db()?;
-    let tx = db.begin_read().map_err(|e| E::from(Error::from(e)))?;
+    let tx = db.read().map_err(E::from)?;
     work(&Rtx { tx })
 }
 
@@ -379,7 +379,7 @@ impl Tables for Wtx<'_> {
         &self,
         definition: TableDefinition<'_, K, V>,
     ) -> Result<impl ReadableTable<K, V> + '_> {
-        Ok(self.tx.open_table(definition)?)
+        self.tx.open_table(definition)
     }
 }
 
@@ -388,7 +388,7 @@ impl Tables for Rtx {
         &self,
         definition: TableDefinition<'_, K, V>,
     ) -> Result<impl ReadableTable<K, V> + '_> {
-        Ok(self.tx.open_table(definition)?)
+        self.tx.open_table(definition)
     }
 }
 
@@ -409,7 +409,7 @@ where
 
 /// Removes every entry of a (domain, _) keyed table; returns how many.
 fn drain_domain<V: Value + 'static>(
-    table: &mut redb::Table<(&'static str, &'static str), V>,
+    table: &mut kv::Table<'_, (&'static str, &'static str), V>,
     domain: &str,
 ) -> Result<usize> {
     let mut keys = Vec::new();

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use redb::ReadableTable;
+use super::kv::{ReadableTable, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -337,8 +337,8 @@ impl Rtx {
 
 /// Drops the delivery's claim on its event; the event's body goes with the last claim.
 pub(super) fn release(
-    refs: &mut redb::Table<(&str, &str), ()>,
-    events: &mut redb::Table<&str, &[u8]>,
+    refs: &mut Table<(&str, &str), ()>,
+    events: &mut Table<&str, &[u8]>,
     event_id: &str,
     delivery_id: &str,
 ) -> Result<()> {
@@ -374,7 +374,7 @@ mod tests {
             .expect("read") // ok: test
     }
 
-    use redb::TableDefinition;
+    use super::super::kv::TableDefinition;
 
     #[test]
     fn events_fan_out_to_subscribers_and_their_bodies_go_with_the_last_delivery() {

@@ -4,7 +4,7 @@
 //! waits in the queue under that time (never dropped) and goes when it comes due, already
 //! counted; so a backlog costs one extra write per message, not one per message and wake-up.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 
 use super::error::Result;
 use super::mailboxes::Mailbox;

@@ -4,7 +4,7 @@
 //! the same blob); `SENT_PARTS_REFS` lists the messages using a blob and the blob goes with the
 //! last of them, as raw received messages do (`raw`).
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 
 use super::error::Result;
 use super::tables::*;

@@ -1,7 +1,7 @@
 //! Mailbox app passwords: what mail clients log in with. Only the PHC string of a slow salted
 //! hash is kept; the password itself is shown once, when it is made.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

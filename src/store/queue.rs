@@ -3,7 +3,7 @@
 //! when a message is queued, which links bounces and replies back to it. Committing what an
 //! attempt did is `attempts`'.
 
-use redb::{ReadableTable, ReadableTableMetadata};
+use super::kv::ReadableTable;
 
 use super::emails::{Email, Folder};
 use super::error::Result;
@@ -99,7 +99,7 @@ impl Rtx {
     }
 
     pub fn queue_len(&self) -> Result<u64> {
-        Ok(self.tx.open_table(QUEUE)?.len()?)
+        self.tx.open_table(QUEUE)?.len()
     }
 
     /// The id of the email we sent with this Message-ID.

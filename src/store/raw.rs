@@ -10,7 +10,7 @@
 //! their raw message under their own id in `RAW`; both are read and deleted alike, so old files
 //! need no migration.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};

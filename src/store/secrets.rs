@@ -1,6 +1,7 @@
 //! Secrets generated on first start and kept for the life of the file (the tracking-token key).
 
 use super::error::{Error, Result};
+use super::kv::ReadableTable;
 use super::tables::*;
 use super::{Rtx, Wtx};
 

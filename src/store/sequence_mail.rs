@@ -1,7 +1,7 @@
 //! The latest sequence message each mailbox sent each contact: a message from that contact to
 //! that mailbox counts as a reply to it even when the client left out the threading headers.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 
 use super::Wtx;
 use super::error::Result;

@@ -13,7 +13,7 @@
 //!   and first reply.
 //! * Warmup messages are not counted.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::Email;

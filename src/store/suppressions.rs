@@ -1,7 +1,7 @@
 //! Suppressions: the addresses a domain must not send to, with why and since when. The first
 //! reason stands; `SUPPRESSIONS_BY_TIME` orders them for paging.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::Result;

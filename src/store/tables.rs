@@ -1,7 +1,7 @@
 //! Every table and its key layout, in one place. Values are JSON documents of the types in the
 //! sibling modules; adding an optional field needs no migration (`#[serde(default)]`).
 
-use redb::TableDefinition;
+use super::kv::TableDefinition;
 
 /// `schema_version` -> the layout version this file was last written with.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");

@@ -2,7 +2,7 @@
 //! change them live in the warmup engine; this file only reads and writes the records, and prunes
 //! the warmup mail the engine no longer needs.
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::emails::{Email, Folder};

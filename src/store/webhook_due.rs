@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use redb::ReadableTable;
+use super::kv::ReadableTable;
 
 use super::error::Result;
 use super::outbox::{WebhookDelivery, WebhookStatus, release};

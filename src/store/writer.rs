@@ -10,11 +10,11 @@ use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use redb::{Database, WriteTransaction};
 use tokio::sync::oneshot;
 
 use super::error::{Error, JobError, Result};
 use super::file::File;
+use super::kv::{Backend, Redb, WriteTxn};
 
 /// At most this many jobs share a commit, bounding the latency one batch adds to its first job.
 const MAX_BATCH: usize = 512;
@@ -22,13 +22,13 @@ const MAX_BATCH: usize = 512;
 const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 /// The small write that proves the disk takes writes again.
-pub(super) type Probe = fn(&Database) -> Result<()>;
+pub(super) type Probe = fn(&Redb) -> Result<()>;
 
 /// One write: runs inside a shared transaction, answers once the transaction has committed.
 trait Job: Send {
     /// Runs the write. A job must do its checks before it writes: an `Err` from a job that
     /// already wrote would be committed with the batch.
-    fn run(&mut self, tx: &WriteTransaction);
+    fn run(&mut self, tx: &dyn WriteTxn);
     /// The job's fault, if it hit one (`Some(true)`: the disk's); the whole batch is then aborted.
     fn fault(&self) -> Option<bool>;
     /// Answers the caller; `commit` is the batch's outcome, shared by all its jobs.
@@ -45,11 +45,11 @@ struct Pending<F, T, E> {
 
 impl<F, T, E> Job for Pending<F, T, E>
 where
-    F: FnOnce(&WriteTransaction) -> Result<T, E> + Send,
+    F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Send,
     T: Send,
     E: JobError + Send,
 {
-    fn run(&mut self, tx: &WriteTransaction) {
+    fn run(&mut self, tx: &dyn WriteTxn) {
         if let Some(work) = self.work.take() {
             self.outcome = Some(work(tx));
         }
@@ -82,7 +82,7 @@ where
 
 /// Work that runs between two commits, with no transaction open: the file then holds exactly the
 /// last commit, and holds still until the work returns.
-pub(super) type Between = Box<dyn FnOnce(&Database) + Send>;
+pub(super) type Between = Box<dyn FnOnce(&Redb) + Send>;
 
 enum Msg {
     Job(Box<dyn Job>),
@@ -109,7 +109,7 @@ impl Writer {
     /// Queues `work`; the receiver yields its result once it is durable.
     pub(super) fn submit<F, T, E>(&self, work: F) -> oneshot::Receiver<Result<T, E>>
     where
-        F: FnOnce(&WriteTransaction) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
@@ -229,10 +229,10 @@ fn try_probe(file: &File, probe: Probe) {
     }
 }
 
-fn run_batch(db: &Database, batch: &mut [Box<dyn Job>]) -> Result<()> {
-    let tx = db.begin_write()?;
+fn run_batch(db: &Redb, batch: &mut [Box<dyn Job>]) -> Result<()> {
+    let tx = db.write()?;
     for job in batch.iter_mut() {
-        job.run(&tx);
+        job.run(&*tx);
         if let Some(disk) = job.fault() {
             // The job keeps its own error; the batch's says what became of the others.
             let _ = tx.abort();
@@ -246,8 +246,7 @@ fn run_batch(db: &Database, batch: &mut [Box<dyn Job>]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-
+    use super::super::kv::{ReadableTable, TableDefinition};
     use super::*;
 
     const T: TableDefinition<&str, u64> = TableDefinition::new("t");
@@ -257,7 +256,7 @@ mod tests {
     /// A job that writes `key`, then answers `end`.
     fn job(key: &'static str, end: fn() -> Result<()>) -> (Box<dyn Job>, Answer) {
         let (reply, answer) = oneshot::channel();
-        let work = move |tx: &WriteTransaction| -> Result<()> {
+        let work = move |tx: &dyn WriteTxn| -> Result<()> {
             tx.open_table(T)?.insert(key, 1)?;
             end()
         };
@@ -268,13 +267,13 @@ mod tests {
     fn commit(jobs: Vec<(Box<dyn Job>, Answer)>) -> (Vec<Result<()>>, Vec<String>) {
         let dir = std::env::temp_dir().join(format!("edgemail-writer-{}", crate::ids::new_id("t")));
         std::fs::create_dir_all(&dir).expect("dir"); // ok: test
-        let db = Database::create(dir.join("w.redb")).expect("db"); // ok: test
+        let db = Redb::open(&dir.join("w.redb"), 1 << 20).expect("db"); // ok: test
         let (mut batch, answers): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
         let outcome = run_batch(&db, &mut batch).map_err(Arc::new);
         batch.into_iter().for_each(|job| job.finish(outcome.clone()));
         let answers = answers.into_iter().map(|mut a| a.try_recv().expect("answered")).collect(); // ok: test
         let mut keys = Vec::new();
-        let tx = db.begin_read().expect("read"); // ok: test
+        let tx = db.read().expect("read"); // ok: test
         if let Ok(table) = tx.open_table(T) {
             let entries = table.iter().expect("iter"); // ok: test
             for entry in entries {

@@ -1,7 +1,7 @@
 //! Sequence definitions: creating, pausing, resuming and ending a sequence, its message
 //! counters, and removing a domain's sequences.
 
-use redb::ReadableTable;
+use super::super::kv::ReadableTable;
 
 use super::super::emails::VariantOf;
 use super::super::error::{Error, Result};

@@ -2,6 +2,7 @@
 //! time, so the engine's work is one range read of what is due.
 
 use super::super::error::Result;
+use super::super::kv::ReadableTable;
 use super::super::tables::*;
 use super::super::{Rtx, Wtx};
 use super::Enrollment;

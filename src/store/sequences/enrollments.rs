@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use redb::ReadableTable;
+use super::super::kv::ReadableTable;
 
 use super::super::emails::Email;
 use super::super::error::{Error, Result};

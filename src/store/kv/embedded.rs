@@ -1,0 +1,260 @@
+//! The backend on one redb file: each table is a redb table of bytes to bytes, named with a
+//! `kv/` prefix so that the typed tables of older releases (same names, other types) can sit
+//! beside them until they are migrated.
+
+use std::ops::Bound;
+use std::path::Path;
+
+use redb::{
+    Builder, Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    TableDefinition, TableError, WriteTransaction,
+};
+
+use super::super::error::{Error, Result};
+use super::{
+    Backend, Bytes, Direction, Entries, ReadTable, ReadTxn, Transaction, WriteTable, WriteTxn,
+};
+
+type Raw<'n> = TableDefinition<'n, &'static [u8], &'static [u8]>;
+
+/// A value or key held in redb's pages while it is read.
+pub struct Guard<'a>(redb::AccessGuard<'a, &'static [u8]>);
+
+impl Guard<'_> {
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.0.value()
+    }
+}
+
+fn bytes<'a>(guard: redb::AccessGuard<'a, &'static [u8]>) -> Bytes<'a> {
+    Bytes::Embedded(Guard(guard))
+}
+
+fn name(table: &str) -> String {
+    format!("kv/{table}")
+}
+
+/// Whether redb's storage error comes from the file beneath rather than from how it was used.
+fn from_disk(e: &redb::StorageError) -> bool {
+    matches!(e, redb::StorageError::Io(_) | redb::StorageError::PreviousIo)
+}
+
+/// redb's error types, each with whether it comes from the disk.
+macro_rules! storage_error {
+    ($($t:ty => |$e:ident| $disk:expr),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from($e: $t) -> Self {
+                if $disk { Error::Disk(Box::new($e)) } else { Error::Storage(Box::new($e)) }
+            }
+        }
+    )*};
+}
+storage_error!(
+    redb::StorageError => |e| from_disk(&e),
+    redb::Error => |e| matches!(e, redb::Error::Io(_) | redb::Error::PreviousIo),
+    redb::DatabaseError => |e| matches!(&e, redb::DatabaseError::Storage(s) if from_disk(s)),
+    redb::TransactionError => |e| matches!(&e, redb::TransactionError::Storage(s) if from_disk(s)),
+    redb::TableError => |e| matches!(&e, redb::TableError::Storage(s) if from_disk(s)),
+    redb::CommitError => |e| matches!(&e, redb::CommitError::Storage(s) if from_disk(s)),
+);
+
+/// The database file.
+pub struct Redb {
+    db: Database,
+}
+
+impl Redb {
+    /// Opens the file at `path`, creating it when absent, with `cache_size` bytes of page cache.
+    pub fn open(path: &Path, cache_size: usize) -> Result<Redb> {
+        match Builder::new().set_cache_size(cache_size).create(path) {
+            Ok(db) => Ok(Redb { db }),
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => Err(Error::Unavailable(format!(
+                "{} is open in another process (is `edgemail serve` running on this data \
+                 directory?)",
+                path.display()
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens an existing file, repairing it when it was not closed cleanly, without the
+    /// creation `open` allows.
+    pub fn open_existing(path: &Path) -> Result<Redb> {
+        Ok(Redb { db: Database::open(path)? })
+    }
+
+    /// Whether the file was sound (false: redb repaired it).
+    pub fn check_integrity(&mut self) -> Result<bool> {
+        Ok(self.db.check_integrity()?)
+    }
+
+    pub fn close(self) -> Result<()> {
+        Ok(self.db.close()?)
+    }
+
+    /// The file itself, for what only redb can do: reading the typed tables of older layouts.
+    pub(in crate::store) fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// A write transaction on the redb file itself, for migrations.
+    pub(in crate::store) fn begin_write(&self) -> Result<Embedded> {
+        Ok(Embedded(self.db.begin_write()?))
+    }
+}
+
+impl Backend for Redb {
+    fn read(&self) -> Result<Box<dyn ReadTxn>> {
+        Ok(Box::new(Snapshot(self.db.begin_read()?)))
+    }
+
+    fn write(&self) -> Result<Box<dyn Transaction>> {
+        Ok(Box::new(self.begin_write()?))
+    }
+}
+
+struct Snapshot(ReadTransaction);
+
+impl ReadTxn for Snapshot {
+    fn table(&self, table: &str) -> Result<Box<dyn ReadTable + '_>> {
+        let name = name(table);
+        match self.0.open_table(Raw::new(&name)) {
+            Ok(t) => Ok(Box::new(ReadOnly(t))),
+            Err(TableError::TableDoesNotExist(_)) => Ok(Box::new(Missing)),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// A write transaction of the redb file.
+pub struct Embedded(WriteTransaction);
+
+impl Embedded {
+    pub(in crate::store) fn redb(&self) -> &WriteTransaction {
+        &self.0
+    }
+}
+
+impl WriteTxn for Embedded {
+    fn table(&self, table: &str) -> Result<Box<dyn WriteTable + '_>> {
+        let name = name(table);
+        Ok(Box::new(Writable(self.0.open_table(Raw::new(&name))?)))
+    }
+}
+
+impl Transaction for Embedded {
+    fn commit(self: Box<Self>) -> Result<()> {
+        Ok(self.0.commit()?)
+    }
+
+    fn abort(self: Box<Self>) -> Result<()> {
+        Ok(self.0.abort()?)
+    }
+}
+
+struct ReadOnly(redb::ReadOnlyTable<&'static [u8], &'static [u8]>);
+struct Writable<'t>(redb::Table<'t, &'static [u8], &'static [u8]>);
+/// A table no write has created yet: empty.
+struct Missing;
+
+/// redb's range in one direction.
+struct Directed<'a> {
+    range: redb::Range<'a, &'static [u8], &'static [u8]>,
+    direction: Direction,
+}
+
+impl<'a> Iterator for Directed<'a> {
+    type Item = Result<(Bytes<'a>, Bytes<'a>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let entry = match self.direction {
+            Direction::Forward => self.range.next(),
+            Direction::Backward => self.range.next_back(),
+        }?;
+        Some(entry.map(|(k, v)| (bytes(k), bytes(v))).map_err(Error::from))
+    }
+}
+
+fn range<'r>(
+    table: &'r impl ReadableTable<&'static [u8], &'static [u8]>,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+    direction: Direction,
+) -> Result<Entries<'r>> {
+    // redb refuses a range whose start lies after its end; such a range is empty.
+    let empty = match (lo, hi) {
+        (Bound::Included(l), Bound::Included(h)) => l > h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => {
+            l >= h
+        }
+        _ => false,
+    };
+    if empty {
+        return Ok(Box::new(std::iter::empty()));
+    }
+    let range = table.range::<&[u8]>((lo, hi))?;
+    Ok(Box::new(Directed { range, direction }))
+}
+
+impl ReadTable for ReadOnly {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        Ok(self.0.get(key)?.map(bytes))
+    }
+
+    fn range<'r>(
+        &'r self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Result<Entries<'r>> {
+        range(&self.0, lo, hi, direction)
+    }
+
+    fn len(&self) -> Result<u64> {
+        Ok(self.0.len()?)
+    }
+}
+
+impl ReadTable for Writable<'_> {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        Ok(self.0.get(key)?.map(bytes))
+    }
+
+    fn range<'r>(
+        &'r self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Result<Entries<'r>> {
+        range(&self.0, lo, hi, direction)
+    }
+
+    fn len(&self) -> Result<u64> {
+        Ok(self.0.len()?)
+    }
+}
+
+impl WriteTable for Writable<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.0.insert(key, value)?;
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        Ok(self.0.remove(key)?.map(bytes))
+    }
+}
+
+impl ReadTable for Missing {
+    fn get(&self, _: &[u8]) -> Result<Option<Bytes<'_>>> {
+        Ok(None)
+    }
+
+    fn range<'r>(&'r self, _: Bound<&[u8]>, _: Bound<&[u8]>, _: Direction) -> Result<Entries<'r>> {
+        Ok(Box::new(std::iter::empty()))
+    }
+
+    fn len(&self) -> Result<u64> {
+        Ok(0)
+    }
+}

@@ -1,0 +1,124 @@
+//! The narrow storage backend beneath the store: named, ordered tables of byte keys and byte
+//! values, read and written inside transactions (get, put, delete, and range scans in either
+//! direction, whole or by pages). `embedded` implements it on redb; any ordered store with
+//! transactions can (a PostgreSQL table keyed by `(table, key bytea)` sorts the same way).
+//!
+//! Above the bytes, `table` gives the store typed tables (`TableDefinition<K, V>`), keys encoded
+//! by `key` so that byte order is typed order, values by `value`.
+
+mod embedded;
+mod key;
+mod table;
+mod value;
+
+#[cfg(test)]
+mod conformance;
+
+use std::ops::Bound;
+
+use super::error::Result;
+
+pub use embedded::{Embedded, Redb};
+pub use key::Key;
+pub use table::{ReadableTable, Table, TableDefinition};
+pub use value::Value;
+
+/// Bytes read from a backend: its own guard on them, or a copy.
+pub enum Bytes<'a> {
+    Owned(Vec<u8>),
+    Embedded(embedded::Guard<'a>),
+}
+
+impl std::ops::Deref for Bytes<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Embedded(g) => g.bytes(),
+        }
+    }
+}
+
+/// The order a range is read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Forward,
+    Backward,
+}
+
+pub type Entry<'a> = (Bytes<'a>, Bytes<'a>);
+pub type Entries<'a> = Box<dyn Iterator<Item = Result<Entry<'a>>> + 'a>;
+
+/// One page of a range: its entries, and the key to resume after when more follow. The store
+/// reads ranges lazily (`range`); pages are for backends and tools that cross a network, and the
+/// conformance suite holds every backend to them.
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Page {
+    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pub next: Option<Vec<u8>>,
+}
+
+/// A table as seen by a transaction. A table never written reads as empty.
+pub trait ReadTable {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>>;
+    /// The entries between `lo` and `hi` in `direction`, read lazily.
+    fn range<'r>(
+        &'r self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Result<Entries<'r>>;
+    fn len(&self) -> Result<u64>;
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// Up to `limit` entries between `lo` and `hi`; the next page starts after `Page::next`
+    /// (pass it as the excluded `lo` going forward, the excluded `hi` going backward).
+    fn page(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Page> {
+        let mut page = Page::default();
+        let mut entries = self.range(lo, hi, direction)?;
+        for entry in entries.by_ref().take(limit) {
+            let (k, v) = entry?;
+            page.entries.push((k.to_vec(), v.to_vec()));
+        }
+        if entries.next().transpose()?.is_some() {
+            page.next = page.entries.last().map(|(k, _)| k.clone());
+        }
+        Ok(page)
+    }
+}
+
+pub trait WriteTable: ReadTable {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Removes `key`; answers the value it had.
+    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>>;
+}
+
+/// A consistent snapshot.
+pub trait ReadTxn {
+    fn table(&self, name: &str) -> Result<Box<dyn ReadTable + '_>>;
+}
+
+/// A write transaction: what it writes is seen by its own reads, and by others once committed.
+pub trait WriteTxn {
+    fn table(&self, name: &str) -> Result<Box<dyn WriteTable + '_>>;
+}
+
+/// A write transaction the caller ends: committed (durably) or abandoned.
+pub trait Transaction: WriteTxn {
+    fn commit(self: Box<Self>) -> Result<()>;
+    fn abort(self: Box<Self>) -> Result<()>;
+}
+
+/// A store of named ordered tables.
+pub trait Backend: Send + Sync {
+    fn read(&self) -> Result<Box<dyn ReadTxn>>;
+    fn write(&self) -> Result<Box<dyn Transaction>>;
+}

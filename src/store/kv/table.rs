@@ -1,0 +1,269 @@
+//! Typed tables over the byte tables of a backend, with the calls the store modules make: `get`,
+//! `insert`, `remove`, `range` (and `rev` on it), `iter`, `first`, `last`, `len`, `retain_in`.
+
+use std::borrow::Borrow;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use super::super::error::Result;
+use super::key::{Key, encode_key};
+use super::value::Value;
+use super::{Bytes, Direction, Entries, ReadTable, ReadTxn, WriteTable, WriteTxn};
+
+/// A table's name and its key and value types.
+pub struct TableDefinition<'n, K, V> {
+    name: &'n str,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<'n, K, V> TableDefinition<'n, K, V> {
+    pub const fn new(name: &'n str) -> Self {
+        TableDefinition { name, types: PhantomData }
+    }
+
+    pub fn name(&self) -> &'n str {
+        self.name
+    }
+}
+
+impl<K, V> Clone for TableDefinition<'_, K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K, V> Copy for TableDefinition<'_, K, V> {}
+
+/// A stored value.
+pub struct AccessGuard<'a, V> {
+    bytes: Bytes<'a>,
+    types: PhantomData<fn() -> V>,
+}
+
+impl<'a, V: Value> AccessGuard<'a, V> {
+    fn new(bytes: Bytes<'a>) -> Result<Self> {
+        V::check(&bytes)?;
+        Ok(AccessGuard { bytes, types: PhantomData })
+    }
+
+    pub fn value(&self) -> V::SelfType<'_> {
+        V::read(&self.bytes)
+    }
+}
+
+/// A stored key, decoded.
+pub struct KeyGuard<'a, K> {
+    plain: Bytes<'a>,
+    types: PhantomData<fn() -> K>,
+}
+
+impl<'a, K: Key> KeyGuard<'a, K> {
+    fn new(encoded: Bytes<'a>) -> Result<Self> {
+        let plain = if K::PLAIN_IS_ENCODED {
+            K::check_plain(&encoded)?;
+            encoded
+        } else {
+            let mut plain = Vec::with_capacity(encoded.len() + 8);
+            K::to_plain(&encoded, true, &mut plain)?;
+            Bytes::Owned(plain)
+        };
+        Ok(KeyGuard { plain, types: PhantomData })
+    }
+
+    pub fn value(&self) -> K::SelfType<'_> {
+        K::from_plain(&self.plain, true).0
+    }
+}
+
+fn encode_bound<'a, K: Key, KR: Borrow<K::SelfType<'a>>>(bound: Bound<&KR>) -> Bound<Vec<u8>> {
+    match bound {
+        Bound::Included(k) => Bound::Included(encode_key::<K>(k.borrow())),
+        Bound::Excluded(k) => Bound::Excluded(encode_key::<K>(k.borrow())),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The entries of a key range, in key order, or in reverse after `rev`. The backend is asked
+/// on the first `next`, so `rev` costs nothing.
+pub struct Range<'t, K, V> {
+    table: &'t dyn ReadTable,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    direction: Direction,
+    entries: Option<Entries<'t>>,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<'t, K, V> Range<'t, K, V> {
+    fn new(table: &'t dyn ReadTable, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Self {
+        Range { table, lo, hi, direction: Direction::Forward, entries: None, types: PhantomData }
+    }
+
+    /// The same range, read from its end. Call it before reading any entry.
+    pub fn rev(mut self) -> Self {
+        self.direction = match self.direction {
+            Direction::Forward => Direction::Backward,
+            Direction::Backward => Direction::Forward,
+        };
+        self
+    }
+}
+
+impl<'t, K: Key, V: Value> Iterator for Range<'t, K, V> {
+    type Item = Result<(KeyGuard<'t, K>, AccessGuard<'t, V>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let entries = match &mut self.entries {
+            Some(entries) => entries,
+            None => {
+                let opened =
+                    self.table.range(as_slice(&self.lo), as_slice(&self.hi), self.direction);
+                match opened {
+                    Ok(entries) => self.entries.insert(entries),
+                    Err(e) => {
+                        self.entries = Some(Box::new(std::iter::empty()));
+                        return Some(Err(e));
+                    }
+                }
+            }
+        };
+        let entry = entries.next()?;
+        Some(entry.and_then(|(k, v)| Ok((KeyGuard::new(k)?, AccessGuard::new(v)?))))
+    }
+}
+
+/// What reads of a typed table have in common, in a read or a write transaction.
+pub trait ReadableTable<K: Key, V: Value> {
+    fn raw(&self) -> &dyn ReadTable;
+
+    fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>> {
+        let key = encode_key::<K>(key.borrow());
+        self.raw().get(&key)?.map(AccessGuard::new).transpose()
+    }
+
+    fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
+    where
+        KR: Borrow<K::SelfType<'a>> + 'a,
+    {
+        let lo = encode_bound::<K, KR>(range.start_bound());
+        let hi = encode_bound::<K, KR>(range.end_bound());
+        Ok(Range::new(self.raw(), lo, hi))
+    }
+
+    fn iter(&self) -> Result<Range<'_, K, V>> {
+        Ok(Range::new(self.raw(), Bound::Unbounded, Bound::Unbounded))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn first(&self) -> Result<Option<(KeyGuard<'_, K>, AccessGuard<'_, V>)>> {
+        self.iter()?.next().transpose()
+    }
+
+    #[allow(clippy::type_complexity)]
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn last(&self) -> Result<Option<(KeyGuard<'_, K>, AccessGuard<'_, V>)>> {
+        self.iter()?.rev().next().transpose()
+    }
+
+    fn len(&self) -> Result<u64> {
+        self.raw().len()
+    }
+
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// A table opened by a read transaction.
+pub struct ReadOnlyTable<'t, K, V> {
+    raw: Box<dyn ReadTable + 't>,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Key, V: Value> ReadableTable<K, V> for ReadOnlyTable<'_, K, V> {
+    fn raw(&self) -> &dyn ReadTable {
+        &*self.raw
+    }
+}
+
+/// A table opened by a write transaction.
+pub struct Table<'t, K, V> {
+    raw: Box<dyn WriteTable + 't>,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Key, V: Value> ReadableTable<K, V> for Table<'_, K, V> {
+    fn raw(&self) -> &dyn ReadTable {
+        &*self.raw
+    }
+}
+
+impl<K: Key, V: Value> Table<'_, K, V> {
+    pub fn insert<'k, 'v>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+    ) -> Result<()> {
+        let key = encode_key::<K>(key.borrow());
+        let mut bytes = Vec::new();
+        V::write(value.borrow(), &mut bytes);
+        self.raw.put(&key, &bytes)
+    }
+
+    /// Removes `key`; answers the value it had.
+    pub fn remove<'k>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+    ) -> Result<Option<AccessGuard<'_, V>>> {
+        let key = encode_key::<K>(key.borrow());
+        self.raw.delete(&key)?.map(AccessGuard::new).transpose()
+    }
+
+    /// Removes the entries of `range` for which `keep` answers false.
+    pub fn retain_in<'a, KR>(
+        &mut self,
+        range: impl RangeBounds<KR> + 'a,
+        mut keep: impl FnMut(K::SelfType<'_>, V::SelfType<'_>) -> bool,
+    ) -> Result<()>
+    where
+        KR: Borrow<K::SelfType<'a>> + 'a,
+    {
+        let mut doomed = Vec::new();
+        for entry in self.range(range)? {
+            let (key, value) = entry?;
+            if !keep(key.value(), value.value()) {
+                doomed.push(encode_key::<K>(&key.value()));
+            }
+        }
+        for key in doomed {
+            self.raw.delete(&key)?;
+        }
+        Ok(())
+    }
+}
+
+impl dyn WriteTxn + '_ {
+    pub fn open_table<K: Key, V: Value>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<Table<'_, K, V>> {
+        Ok(Table { raw: self.table(definition.name())?, types: PhantomData })
+    }
+}
+
+impl dyn ReadTxn + '_ {
+    pub fn open_table<K: Key, V: Value>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<ReadOnlyTable<'_, K, V>> {
+        Ok(ReadOnlyTable { raw: self.table(definition.name())?, types: PhantomData })
+    }
+}

@@ -43,6 +43,8 @@ struct Entry {
     cached: Option<Cached>,
     /// The id whose fetch failed, and when it may be tried again.
     failed: Option<(String, Instant)>,
+    /// Held while the domain's policy is fetched.
+    gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 pub struct Sts {
@@ -87,73 +89,83 @@ impl Sts {
             return None;
         }
         let domain = domain.trim_end_matches('.').to_ascii_lowercase();
-        let now = Instant::now();
-        let (cached, retry_later) = self.cached(&domain, now);
         // No record (or no answer) keeps a cached policy until it expires: section 5.1.
         let Some(id) = record::id(&self.dns, &domain).await else {
-            return cached.map(|(_, p)| p);
+            return self.cached(&domain);
         };
-        match cached {
-            Some((cached_id, policy)) if cached_id == id => return Some(policy),
-            cached if retry_later.as_deref() == Some(id.as_str()) => {
-                return cached.map(|(_, p)| p);
-            }
-            _ => {}
+        if let Some(known) = self.known(&domain, &id) {
+            return known;
         }
+        // One fetch per domain at a time: the deliveries of a campaign to one domain all start
+        // here together, and its policy host should see one request, not one per delivery.
+        let gate = self.gate(&domain);
+        let _turn = gate.lock().await;
+        if let Some(known) = self.known(&domain, &id) {
+            return known;
+        }
+        let now = Instant::now();
         match self.fetch(&domain).await {
             Ok(policy) => {
                 crate::metrics::mta_sts_fetch(true);
                 tracing::info!(%domain, %id, mode = policy.mode.label(), "MTA-STS policy fetched");
                 let policy = Arc::new(policy);
-                self.store(&domain, Some((id, policy.clone())), now);
+                self.update(&domain, |e| {
+                    let expires = now + policy.max_age;
+                    e.cached = Some(Cached { id, policy: policy.clone(), expires });
+                    e.failed = None;
+                });
                 Some(policy)
             }
             Err(why) => {
                 crate::metrics::mta_sts_fetch(false);
                 tracing::warn!(%domain, %id, error = %why, "MTA-STS policy fetch failed");
-                self.failed(&domain, id, now);
-                cached.map(|(_, p)| p)
+                self.update(&domain, |e| e.failed = Some((id, now + RETRY_FETCH)));
+                self.cached(&domain)
             }
         }
     }
 
-    /// The unexpired cached policy of `domain` with its id, and the id not to fetch again yet.
-    fn cached(
-        &self,
-        domain: &str,
-        now: Instant,
-    ) -> (Option<(String, Arc<Policy>)>, Option<String>) {
-        let Ok(mut cache) = self.cache.lock() else { return (None, None) };
-        let Some(entry) = cache.get_mut(domain) else { return (None, None) };
-        entry.cached = entry.cached.take().filter(|c| c.expires > now);
-        entry.failed = entry.failed.take().filter(|(_, until)| *until > now);
-        let cached = entry.cached.as_ref().map(|c| (c.id.clone(), c.policy.clone()));
-        (cached, entry.failed.as_ref().map(|(id, _)| id.clone()))
+    /// The unexpired cached policy of `domain`, whatever its id.
+    fn cached(&self, domain: &str) -> Option<Arc<Policy>> {
+        let cache = self.cache.lock().ok()?;
+        let cached = cache.get(domain)?.cached.as_ref()?;
+        (cached.expires > Instant::now()).then(|| cached.policy.clone())
     }
 
-    fn store(&self, domain: &str, fetched: Option<(String, Arc<Policy>)>, now: Instant) {
+    /// What the cache says for record `id` without a fetch: its policy when fetched under that
+    /// id, or the older policy (or none) when a fetch for that id failed a short while ago.
+    /// None when the policy must be fetched.
+    fn known(&self, domain: &str, id: &str) -> Option<Option<Arc<Policy>>> {
+        let now = Instant::now();
+        let mut cache = self.cache.lock().ok()?;
+        let entry = cache.get_mut(domain)?;
+        entry.cached = entry.cached.take().filter(|c| c.expires > now);
+        entry.failed = entry.failed.take().filter(|(_, until)| *until > now);
+        let policy = entry.cached.as_ref().map(|c| (c.id == id, c.policy.clone()));
+        match (policy, &entry.failed) {
+            (Some((true, policy)), _) => Some(Some(policy)),
+            (policy, Some((failed, _))) if failed == id => Some(policy.map(|(_, p)| p)),
+            _ => None,
+        }
+    }
+
+    fn gate(&self, domain: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut gate = None;
+        self.update(domain, |e| gate = Some(e.gate.clone()));
+        gate.unwrap_or_default()
+    }
+
+    /// Changes `domain`'s entry, made if needed while the cache has room.
+    fn update(&self, domain: &str, change: impl FnOnce(&mut Entry)) {
         let Ok(mut cache) = self.cache.lock() else { return };
         if cache.len() >= MAX_DOMAINS && !cache.contains_key(domain) {
+            let now = Instant::now();
             cache.retain(|_, e| e.cached.as_ref().is_some_and(|c| c.expires > now));
             if cache.len() >= MAX_DOMAINS {
                 return;
             }
         }
-        let entry = cache.entry(domain.to_owned()).or_default();
-        if let Some((id, policy)) = fetched {
-            let expires = now + policy.max_age;
-            entry.cached = Some(Cached { id, policy, expires });
-            entry.failed = None;
-        }
-    }
-
-    fn failed(&self, domain: &str, id: String, now: Instant) {
-        self.store(domain, None, now);
-        if let Ok(mut cache) = self.cache.lock()
-            && let Some(entry) = cache.get_mut(domain)
-        {
-            entry.failed = Some((id, now + RETRY_FETCH));
-        }
+        change(cache.entry(domain.to_owned()).or_default());
     }
 
     /// The policy from its host: HTTPS with a verified certificate, a 200 answer of type

@@ -290,6 +290,12 @@ impl Pool {
         }
     }
 
+    /// Whether an idle session to `addr` waits in the pool.
+    pub fn has_idle(&self, addr: SocketAddr) -> bool {
+        let idle = self.idle.lock();
+        idle.is_ok_and(|idle| idle.get(&addr).is_some_and(|list| !list.is_empty()))
+    }
+
     fn take(&self, addr: SocketAddr, need: Need, host: &str) -> Option<Session> {
         let mut idle = self.idle.lock().ok()?;
         let list = idle.get_mut(&addr)?;

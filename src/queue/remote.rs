@@ -213,7 +213,13 @@ impl Transaction<'_> {
         refusals: &mut Refusals,
     ) -> Result<Vec<(String, Outcome)>, Option<Vec<(String, Outcome)>>> {
         let (app, recipients) = (self.app, self.recipients);
-        let mut result = transact(app, addr, host, tls.need(), self).await;
+        // Under `testing`, a pooled session goes on serving: its host was checked when it was
+        // opened, and checking again per message would cost a handshake each.
+        let need = match tls {
+            Tls::Testing if app.queue.pool.has_idle(addr) => Need::Usual,
+            tls => tls.need(),
+        };
+        let mut result = transact(app, addr, host, need, self).await;
         if let (Err(e), Some(policy)) = (&result, policy)
             && let Some(why) = e.policy()
         {

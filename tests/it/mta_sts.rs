@@ -19,7 +19,7 @@ use crate::mail_world::{MailWorld, basic};
 use crate::smtp_sink::Sink;
 
 /// Every domain a test here publishes a policy for (the policy host's certificate names them).
-const DOMAINS: [&str; 7] = [
+const DOMAINS: [&str; 9] = [
     "plain.test",
     "secure.test",
     "untrusted.test",
@@ -27,6 +27,8 @@ const DOMAINS: [&str; 7] = [
     "trial.test",
     "cached.test",
     "mixed.test",
+    "html.test",
+    "moved.test",
 ];
 
 /// A certificate authority made for one test.
@@ -206,9 +208,12 @@ impl StsWorld {
     }
 
     fn failures(&self, mode: &str) -> f64 {
+        self.metric(&format!("edgemail_mta_sts_failures_total{{mode=\"{mode}\"}}"))
+    }
+
+    fn metric(&self, series: &str) -> f64 {
         let text = self.w.server.client(None).get("/metrics").expect(200).text();
-        let series = format!("edgemail_mta_sts_failures_total{{mode=\"{mode}\"}}");
-        text.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok()).unwrap_or(-1.0)
+        text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok()).unwrap_or(-1.0)
     }
 }
 
@@ -310,10 +315,12 @@ fn testing_mode_delivers_anyway_and_reports_the_failure() {
     s.publish("trial.test", "1", "testing", &["mx.elsewhere.test"]);
     s.mx("trial.test", 10, "mx.trial.test", Ipv4Addr::LOCALHOST);
     assert_eq!(s.failures("testing"), 0.0);
-    let id = s.send("someone@trial.test");
-    let e = s.w.wait_status(&id, "delivered");
-    assert_eq!(delivery(&e)["attempts"], 1, "{e}");
-    assert_eq!(s.w.sink.wait_for(1, Duration::from_secs(10))[0].rcpt_to, ["someone@trial.test"]);
+    let ids: Vec<String> = (0..3).map(|i| s.send(&format!("user{i}@trial.test"))).collect();
+    for id in &ids {
+        let e = s.w.wait_status(id, "delivered");
+        assert_eq!(delivery(&e)["attempts"], 1, "{e}");
+    }
+    assert_eq!(s.w.sink.wait_for(3, Duration::from_secs(10)).len(), 3);
     // Not listed, and no STARTTLS: both reported, neither applied.
     assert!(s.failures("testing") >= 2.0, "{}", s.failures("testing"));
     assert_eq!(s.failures("enforce"), 0.0);
@@ -353,4 +360,23 @@ fn a_policy_is_cached_by_id_and_kept_when_a_refresh_fails() {
     let e = s.after_attempts(&fifth, 1);
     assert_eq!(delivery(&e)["status"], "deferred", "{e}");
     assert_eq!(s.w.sink.messages().len(), 2);
+}
+
+#[test]
+fn a_policy_host_that_answers_badly_gives_no_policy() {
+    let s = StsWorld::start();
+    let body = "version: STSv1\r\nmode: enforce\r\nmx: mx.nowhere.test\r\nmax_age: 86400\r\n";
+    for domain in ["html.test", "moved.test"] {
+        s.publish(domain, "1", "enforce", &["mx.nowhere.test"]);
+        s.mx(domain, 10, &format!("mx.{domain}"), Ipv4Addr::LOCALHOST);
+    }
+    s.policies.set("html.test", 200, "text/html", body);
+    s.policies.set("moved.test", 301, "text/plain", body);
+    for to in ["someone@html.test", "someone@moved.test"] {
+        let id = s.send(to);
+        s.w.wait_status(&id, "delivered");
+    }
+    assert_eq!(s.metric(r#"edgemail_mta_sts_policy_fetches_total{result="failed"}"#), 2.0);
+    assert_eq!(s.metric(r#"edgemail_mta_sts_policy_fetches_total{result="ok"}"#), 0.0);
+    assert_eq!(s.failures("enforce"), 0.0);
 }

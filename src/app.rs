@@ -47,7 +47,7 @@ impl Server {
         let (queue_wake, sequences_wake) = (Wake::default(), Wake::default());
         let queue = Arc::new(crate::queue::Deps {
             store: store.clone(),
-            queue: Arc::new(Queue::new(&config, queue_wake.clone())),
+            queue: Arc::new(Queue::new(&config, dns.clone(), queue_wake.clone())),
             dns: dns.clone(),
             tokens: tokens.clone(),
             signers: signers.clone(),

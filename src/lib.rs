@@ -24,6 +24,7 @@
 //! - `sequences` the follow-up engine: due steps, merge fields, threading
 //! - `inbound`   what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
 //! - `queue`     the durable delivery queue: scheduler, SMTP client and pool, retry policy
+//! - `mta_sts`   MTA-STS for outbound delivery: policy discovery, fetch, cache, MX matching
 //! - `webhooks`  the webhook dispatcher: signed posts of recorded events, retries, its HTTP client
 //! - `health`    domain health: SPF, DKIM, DMARC, MX and blacklist checks
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
@@ -78,6 +79,7 @@ pub(crate) mod listener;
 pub mod logging;
 pub mod mail;
 pub mod metrics;
+pub(crate) mod mta_sts;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
 pub(crate) mod screening;

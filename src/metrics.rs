@@ -40,6 +40,11 @@ struct Group {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Mode {
+    mode: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Build {
     version: &'static str,
 }
@@ -55,6 +60,8 @@ pub const QUEUE_STATES: [&str; 2] = ["due", "waiting"];
 const OK_FAILED: [&str; 2] = ["ok", "failed"];
 /// Provider groups of outbound shaping: the built-in ones, and every other MX host together.
 pub const SHAPING_GROUPS: [&str; 5] = ["gmail", "microsoft", "yahoo", "icloud", "other"];
+/// The MTA-STS policy modes under which a mail exchanger can fail its domain's policy.
+pub const MTA_STS_MODES: [&str; 2] = ["enforce", "testing"];
 
 pub struct Metrics {
     registry: Registry,
@@ -73,6 +80,8 @@ pub struct Metrics {
     dns_lookups: Family<Result, Counter>,
     sequence_steps: Counter,
     delivery_pauses: Family<Group, Counter>,
+    mta_sts_fetches: Family<Result, Counter>,
+    mta_sts_failures: Family<Mode, Counter>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -114,6 +123,8 @@ impl Metrics {
             dns_lookups: results(&OK_FAILED),
             sequence_steps: Counter::default(),
             delivery_pauses: family(SHAPING_GROUPS.iter().map(|&group| Group { group })),
+            mta_sts_fetches: results(&OK_FAILED),
+            mta_sts_failures: family(MTA_STS_MODES.iter().map(|&mode| Mode { mode })),
         };
         m.store_writable.set(1);
         m.register()
@@ -197,6 +208,16 @@ impl Metrics {
             "Times a provider group was paused after a throttling answer",
             self.delivery_pauses.clone(),
         );
+        r.register(
+            format!("{p}mta_sts_policy_fetches"),
+            "MTA-STS policy fetches by outcome",
+            self.mta_sts_fetches.clone(),
+        );
+        r.register(
+            format!("{p}mta_sts_failures"),
+            "Mail exchangers that failed their domain's MTA-STS policy, by policy mode",
+            self.mta_sts_failures.clone(),
+        );
         let build = Family::<Build, Gauge>::default();
         build.get_or_create(&Build { version: env!("CARGO_PKG_VERSION") }).set(1);
         r.register(format!("{p}build_info"), "The running build", build);
@@ -272,6 +293,17 @@ pub fn sequence_steps(n: u64) {
 /// A provider group (one of `SHAPING_GROUPS`) was paused after a throttling answer.
 pub fn delivery_pause(group: &'static str) {
     METRICS.delivery_pauses.get_or_create(&Group { group }).inc();
+}
+
+/// An MTA-STS policy fetch succeeded or failed.
+pub fn mta_sts_fetch(ok: bool) {
+    count(&METRICS.mta_sts_fetches, &OK_FAILED, if ok { "ok" } else { "failed" }, 1);
+}
+
+/// A mail exchanger failed its domain's policy (not listed, no STARTTLS, a certificate that
+/// does not verify) under `mode`, one of `MTA_STS_MODES`.
+pub fn mta_sts_failure(mode: &'static str) {
+    METRICS.mta_sts_failures.get_or_create(&Mode { mode }).inc();
 }
 
 /// The queue as the scrape found it: entries due now, entries waiting, and the age of the oldest

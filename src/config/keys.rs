@@ -203,6 +203,18 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.delivery.dns_timeout = parse_duration(v)?;
         Ok(())
     }),
+    ("mta_sts.enabled", |c, v| {
+        c.mta_sts.enabled = parse_bool(v)?;
+        Ok(())
+    }),
+    ("mta_sts.ca_file", |c, v| {
+        c.mta_sts.ca_file = (!v.is_empty()).then(|| PathBuf::from(v));
+        Ok(())
+    }),
+    ("mta_sts.policy_port", |c, v| {
+        c.mta_sts.policy_port = positive(v)?;
+        Ok(())
+    }),
     ("shaping.pause_initial", |c, v| super::shaping::set_pause(&mut c.shaping, false, v)),
     ("shaping.pause_max", |c, v| super::shaping::set_pause(&mut c.shaping, true, v)),
     ("http.trusted_proxies", |c, v| {

@@ -3,12 +3,14 @@
 //! problems are reported together rather than one per start attempt.
 
 mod keys;
+mod mta_sts;
 mod parse;
 mod shaping;
 #[cfg(test)]
 mod tests;
 
 use keys::{KEYS, Setter};
+pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
 pub use shaping::{DEFAULT_GROUP, Group, Shaping};
 
@@ -28,6 +30,7 @@ pub struct Config {
     pub imap: Imap,
     pub delivery: Delivery,
     pub shaping: Shaping,
+    pub mta_sts: MtaSts,
     pub tools: Tools,
     pub api: Api,
     pub health: Health,
@@ -289,6 +292,7 @@ impl Default for Config {
                 relay_ca: None,
             },
             shaping: Shaping::default(),
+            mta_sts: MtaSts::default(),
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
             health: Health {

@@ -84,3 +84,21 @@ fn shaping_groups_come_from_tables_and_variables() {
     assert!(load(Some(&file), Vec::new(), &[]).is_err());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn mta_sts_keys() {
+    let c = Config::default();
+    assert!(c.mta_sts.enabled && c.mta_sts.ca_file.is_none());
+    assert_eq!(c.mta_sts.policy_port, 443);
+    let env = vec![
+        ("EDGEMAIL_MTA_STS_ENABLED".to_owned(), "false".to_owned()),
+        ("EDGEMAIL_MTA_STS_CA_FILE".to_owned(), "/tmp/ca.pem".to_owned()),
+        ("EDGEMAIL_MTA_STS_POLICY_PORT".to_owned(), "8443".to_owned()),
+    ];
+    let c = load(None, env, &[]).expect("valid"); // ok: test
+    assert!(!c.mta_sts.enabled);
+    assert_eq!(c.mta_sts.ca_file.as_deref(), Some(Path::new("/tmp/ca.pem")));
+    assert_eq!(c.mta_sts.policy_port, 8443);
+    let bad = vec![("EDGEMAIL_MTA_STS_POLICY_PORT".to_owned(), "0".to_owned())];
+    assert!(load(None, bad, &[]).is_err());
+}

@@ -1,7 +1,9 @@
 //! Outbound SMTP sessions on mail-send: connect, greet, EHLO, opportunistic STARTTLS (falling back
 //! to plain text when the handshake fails, as RFC 3207 allows), AUTH for a relay, and one mail
 //! transaction at a time with per-recipient results. Idle sessions are pooled per address so a
-//! busy destination does not pay a TCP and TLS handshake per message.
+//! busy destination does not pay a TCP and TLS handshake per message. A mail exchanger under an
+//! MTA-STS policy gets `Need::VerifiedTls`: STARTTLS with a certificate valid for its name, or
+//! no session at all.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -42,6 +44,17 @@ pub struct Session {
     pub reused: bool,
     /// The server said 421: it closes the channel, so the session is neither reset nor pooled.
     closing: bool,
+    /// The host name the server's certificate was verified for, if it was.
+    verified: Option<String>,
+}
+
+/// What a session must offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// What the pool's `TlsPolicy` asks.
+    Usual,
+    /// STARTTLS with a certificate that verifies for the host name (MTA-STS); never plain text.
+    VerifiedTls,
 }
 
 /// A transport failure: the connection is unusable and the transaction's fate unknown.
@@ -49,11 +62,17 @@ pub struct Session {
 pub struct Broken(pub String);
 
 const GREETED: &str = " greeted with ";
+const POLICY: &str = "MTA-STS: ";
 
 impl Broken {
     /// The server's reply when it refused the session at its greeting (a 421 "too busy").
     pub fn greeting(&self) -> Option<&str> {
         self.0.split_once(GREETED).map(|(_, reply)| reply)
+    }
+
+    /// Why the server cannot have the session a policy asks for (`Need::VerifiedTls`).
+    pub fn policy(&self) -> Option<&str> {
+        self.0.strip_prefix(POLICY)
     }
 }
 
@@ -199,6 +218,8 @@ fn verifying_connector(ca: Option<&std::path::Path>) -> Result<TlsConnector, Str
 pub struct Pool {
     idle: Mutex<HashMap<SocketAddr, Vec<Session>>>,
     tls: Option<TlsConnector>,
+    /// The verifier of `Need::VerifiedTls` sessions (see `mta_sts::tls`).
+    verifier: Option<TlsConnector>,
     /// Whether a failed TLS handshake may be retried in plain text.
     fallback: bool,
     helo: String,
@@ -214,6 +235,7 @@ impl Pool {
         command_timeout: Duration,
         credentials: Option<Credentials<String>>,
         policy: TlsPolicy,
+        verifier: Option<TlsConnector>,
     ) -> Pool {
         let (tls, fallback) = match &policy {
             TlsPolicy::Opportunistic => (mail_send::smtp::tls::build_tls_connector(true), true),
@@ -223,6 +245,7 @@ impl Pool {
         Pool {
             idle: Mutex::new(HashMap::new()),
             tls,
+            verifier,
             fallback,
             helo,
             connect_timeout,
@@ -231,11 +254,19 @@ impl Pool {
         }
     }
 
-    /// A pooled session to `addr`, or a new one.
-    pub async fn session(&self, addr: SocketAddr, host: &str) -> Result<Session, Broken> {
-        if let Some(mut s) = self.take(addr) {
+    /// A pooled session to `addr` that meets `need`, or a new one.
+    pub async fn session(
+        &self,
+        addr: SocketAddr,
+        host: &str,
+        need: Need,
+    ) -> Result<Session, Broken> {
+        if let Some(mut s) = self.take(addr, need, host) {
             s.reused = true;
             return Ok(s);
+        }
+        if need == Need::VerifiedTls {
+            return self.connect_verified(addr, host).await;
         }
         match self.connect(addr, host, true).await {
             Err(Broken(why)) if self.fallback && why.starts_with("TLS") => {
@@ -259,23 +290,31 @@ impl Pool {
         }
     }
 
-    fn take(&self, addr: SocketAddr) -> Option<Session> {
-        let mut idle = self.idle.lock().ok()?;
-        let list = idle.get_mut(&addr)?;
-        while let Some(s) = list.pop() {
-            if s.idle_since.elapsed() < IDLE {
-                return Some(s);
-            }
-        }
-        None
+    /// Whether an idle session to `addr` waits in the pool.
+    pub fn has_idle(&self, addr: SocketAddr) -> bool {
+        let idle = self.idle.lock();
+        idle.is_ok_and(|idle| idle.get(&addr).is_some_and(|list| !list.is_empty()))
     }
 
-    async fn connect(
+    fn take(&self, addr: SocketAddr, need: Need, host: &str) -> Option<Session> {
+        let mut idle = self.idle.lock().ok()?;
+        let list = idle.get_mut(&addr)?;
+        list.retain(|s| s.idle_since.elapsed() < IDLE);
+        let fits = |s: &Session| match need {
+            Need::Usual => true,
+            Need::VerifiedTls => {
+                s.verified.as_deref().is_some_and(|v| v.eq_ignore_ascii_case(host))
+            }
+        };
+        let at = list.iter().rposition(fits)?;
+        Some(list.remove(at))
+    }
+
+    /// Greeting and EHLO on a new connection.
+    async fn greet(
         &self,
         addr: SocketAddr,
-        host: &str,
-        try_tls: bool,
-    ) -> Result<Session, Broken> {
+    ) -> Result<(SmtpClient<TcpStream>, smtp_proto::EhloResponse<String>), Broken> {
         let mut client = SmtpClient::connect(addr, self.connect_timeout)
             .await
             .map_err(|e| Broken(format!("connect to {addr}: {e}")))?;
@@ -288,6 +327,45 @@ impl Pool {
             return Err(Broken(format!("{addr}{GREETED}{}", text(&greeting))));
         }
         let ehlo = client.ehlo(&self.helo).await.map_err(broken)?;
+        Ok((client, ehlo))
+    }
+
+    /// A session that an MTA-STS policy accepts: STARTTLS offered, and a certificate that
+    /// verifies for `host`. Anything less is refused before any mail command is sent.
+    async fn connect_verified(&self, addr: SocketAddr, host: &str) -> Result<Session, Broken> {
+        let refuse = |why: String| Broken(format!("{POLICY}{why}"));
+        let (client, ehlo) = self.greet(addr).await?;
+        if !ehlo.has_capability(EXT_START_TLS) {
+            return Err(refuse(format!("{host} does not offer STARTTLS")));
+        }
+        let Some(verifier) = &self.verifier else {
+            return Err(refuse("no certificate verifier is available".into()));
+        };
+        let mut tls = client
+            .start_tls(verifier, host)
+            .await
+            .map_err(|e| refuse(format!("no verified TLS with {host}: {e}")))?;
+        let ehlo = tls.ehlo(&self.helo).await.map_err(broken)?;
+        if let Some(credentials) = &self.credentials {
+            tls.authenticate(credentials, &ehlo).await.map_err(broken)?;
+        }
+        Ok(Session {
+            stream: Stream::Tls(Box::new(tls)),
+            pipelining: ehlo.has_capability(EXT_PIPELINING),
+            idle_since: Instant::now(),
+            reused: false,
+            closing: false,
+            verified: Some(host.to_ascii_lowercase()),
+        })
+    }
+
+    async fn connect(
+        &self,
+        addr: SocketAddr,
+        host: &str,
+        try_tls: bool,
+    ) -> Result<Session, Broken> {
+        let (mut client, ehlo) = self.greet(addr).await?;
         let offered = try_tls && ehlo.has_capability(EXT_START_TLS);
         if offered && self.tls.is_none() && !self.fallback {
             // No verifier could be built (the error is logged at startup): going on in plain text
@@ -330,6 +408,7 @@ impl Pool {
             idle_since: Instant::now(),
             reused: false,
             closing: false,
+            verified: None,
         })
     }
 }

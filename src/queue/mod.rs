@@ -12,6 +12,7 @@ mod pacing;
 mod remote;
 pub mod retry;
 mod shaping;
+mod sts;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -68,12 +69,14 @@ pub struct Queue {
     pool: Pool,
     /// The provider groups of mail exchangers, with their limits and pauses.
     shaper: shaping::Shaper,
+    /// Recipient domains' MTA-STS policies (RFC 8461).
+    sts: crate::mta_sts::Sts,
     /// The receiving side that takes mail for hosted domains (see `local`).
     local: OnceLock<Arc<dyn local::Local>>,
 }
 
 impl Queue {
-    pub fn new(config: &Config, wake: Wake) -> Queue {
+    pub fn new(config: &Config, dns: Arc<Dns>, wake: Wake) -> Queue {
         let d = &config.delivery;
         let credentials = match (&d.relay_username, &d.relay_password) {
             (Some(user), Some(pass)) => {
@@ -86,14 +89,24 @@ impl Queue {
             Some(_) => client::TlsPolicy::Verified { ca: d.relay_ca.clone() },
             None => client::TlsPolicy::Opportunistic,
         };
+        let sts = crate::mta_sts::Sts::new(&config.mta_sts, dns, d.allow_private);
+        let verifier = sts.verifier();
         Queue {
             wake,
             in_flight: Mutex::new(HashSet::new()),
             slots: Arc::new(Semaphore::new(d.concurrency)),
             per_domain: Mutex::new(HashMap::new()),
             per_domain_limit: d.per_domain,
-            pool: Pool::new(helo, d.connect_timeout, d.command_timeout, credentials, policy),
+            pool: Pool::new(
+                helo,
+                d.connect_timeout,
+                d.command_timeout,
+                credentials,
+                policy,
+                verifier,
+            ),
             shaper: shaping::Shaper::new(config.shaping.clone()),
+            sts,
             local: OnceLock::new(),
         }
     }

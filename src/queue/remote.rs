@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::Deps;
-use super::client::Broken;
+use super::client::{Broken, Need};
 use super::shaping::{Group, Held, is_throttle};
+use super::sts::{self, Refusals, Tls};
 use crate::dns::Destination;
+use crate::mta_sts::{Mode, Policy};
 use crate::store::{Email, Outcome};
 
 /// Recipients grouped by where they are delivered: the relay (`None`) or each recipient domain.
@@ -36,8 +38,9 @@ fn all(recipients: &[String], outcome: Outcome) -> Vec<(String, Outcome)> {
 enum Target {
     /// The configured smarthost.
     Relay(String, u16),
-    /// The domain's mail exchangers in preference order, and their provider group.
-    Hosts(Vec<String>, Arc<Group>),
+    /// The domain's mail exchangers in preference order, their provider group, and the
+    /// domain's MTA-STS policy when it is in `enforce` or `testing` mode.
+    Hosts(Vec<String>, Arc<Group>, Option<Arc<Policy>>),
     /// Nowhere, for now or for good: every recipient gets this outcome without a connection.
     Settled(Outcome),
 }
@@ -53,7 +56,8 @@ async fn target(app: &Deps, domain: Option<&str>) -> Target {
         (Some(domain), None) => match app.dns.destination(domain).await {
             Destination::Hosts(hosts) => {
                 let group = app.queue.shaper.group(hosts.first().map_or(domain, String::as_str));
-                Target::Hosts(hosts, group)
+                let policy = app.queue.sts.policy(domain).await.filter(|p| p.mode != Mode::None);
+                Target::Hosts(hosts, group, policy)
             }
             Destination::Never(why) => {
                 Target::Settled(Outcome::Bounced(format!("550 5.1.2 {why}")))
@@ -93,7 +97,7 @@ pub(super) async fn deliver_all(
     for (domain, recipients) in group(app, pending) {
         let target = target(app, domain.as_deref()).await;
         for recipient in &recipients {
-            if let Target::Hosts(_, group) = &target
+            if let Target::Hosts(_, group, _) = &target
                 && let Err(held) = group.admit()
             {
                 remote.hold(recipient, held);
@@ -113,7 +117,8 @@ pub(super) async fn deliver_all(
     remote
 }
 
-/// Delivers to one destination: the relay, or the domain's mail exchangers in preference order.
+/// Delivers to one destination: the relay, or the domain's mail exchangers in preference order
+/// (under the domain's MTA-STS policy, see `sts`).
 async fn deliver(
     app: &Deps,
     domain: &str,
@@ -124,10 +129,10 @@ async fn deliver(
 ) -> Vec<(String, Outcome)> {
     let _slot = app.queue.domain_slot(domain).await;
     let port = app.delivery.port;
-    let (hosts, group): (Vec<(String, u16)>, _) = match target {
-        Target::Relay(host, port) => (vec![(host.clone(), *port)], None),
-        Target::Hosts(hosts, group) => {
-            (hosts.iter().map(|h| (h.clone(), port)).collect(), Some(group))
+    let (hosts, group, policy): (Vec<(String, u16)>, _, _) = match target {
+        Target::Relay(host, port) => (vec![(host.clone(), *port)], None, None),
+        Target::Hosts(hosts, group, policy) => {
+            (hosts.iter().map(|h| (h.clone(), port)).collect(), Some(group), policy.as_deref())
         }
         Target::Settled(outcome) => return all(recipients, outcome.clone()),
     };
@@ -136,15 +141,20 @@ async fn deliver(
         None => None,
     };
     let relay = group.is_none();
+    let tx = Transaction { app, domain, from, recipients, message, group: group.map(|g| &**g) };
     let allow_private = relay || app.delivery.allow_private;
     // What the API caller sees stays generic: connection errors of particular hosts and ports
     // would make the send API a port scanner. The details go to the log.
     let mut reached_any = false;
+    let mut refusals = Refusals::default();
     for (host, port) in hosts {
         if !allow_private && host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok() {
             tracing::warn!(%host, "mail exchanger is an IP address literal; refused");
             continue;
         }
+        let Some(tls) = sts::plan(domain, &host, policy, &mut refusals) else {
+            continue;
+        };
         let ips = match app.dns.addresses(&host).await {
             Ok(ips) => ips,
             Err(e) => {
@@ -156,26 +166,15 @@ async fn deliver(
         for ip in ips.into_iter().filter(|ip| allow_private || crate::dns::is_public(*ip)).take(2) {
             reached_any = true;
             let addr = SocketAddr::new(ip, port);
-            match transact(app, addr, &host, from, recipients, message).await {
-                Ok(outcomes) => {
-                    if let Some(group) = group {
-                        heed(app, group, &outcomes);
-                    }
-                    return outcomes;
-                }
-                Err(e) => {
-                    tracing::info!(%host, %addr, error = %e.0, "delivery connection failed");
-                    // A server too busy to greet us speaks for the whole group: trying its other
-                    // hosts now is the hammering the pause exists to prevent.
-                    if let (Some(group), Some(reply)) = (group, e.greeting())
-                        && is_throttle(reply)
-                    {
-                        group.throttled(&app.queue.shaper.config, reply);
-                        return all(recipients, Outcome::Deferred(reply.to_owned()));
-                    }
-                }
+            match tx.to_host(addr, &host, tls, policy, &mut refusals).await {
+                Ok(outcomes) => return outcomes,
+                Err(Some(settled)) => return settled,
+                Err(None) => {}
             }
         }
+    }
+    if let Some(why) = refusals.deferral(domain) {
+        return all(recipients, Outcome::Deferred(why));
     }
     if !reached_any {
         tracing::warn!(domain, "no public mail exchanger; refused");
@@ -190,6 +189,66 @@ async fn deliver(
         "4.4.1 no mail exchanger could be reached"
     };
     all(recipients, Outcome::Deferred(text.into()))
+}
+
+/// One message for one destination's recipients, tried on one address after another.
+struct Transaction<'a> {
+    app: &'a Deps,
+    domain: &'a str,
+    from: &'a str,
+    recipients: &'a [String],
+    message: &'a [u8],
+    group: Option<&'a Group>,
+}
+
+impl Transaction<'_> {
+    /// Delivers at `addr`: the outcomes, or `Err(Some(..))` when the answer settles the
+    /// destination for now (a throttling greeting), or `Err(None)` to try the next address.
+    async fn to_host(
+        &self,
+        addr: SocketAddr,
+        host: &str,
+        tls: Tls,
+        policy: Option<&Policy>,
+        refusals: &mut Refusals,
+    ) -> Result<Vec<(String, Outcome)>, Option<Vec<(String, Outcome)>>> {
+        let (app, recipients) = (self.app, self.recipients);
+        // Under `testing`, a pooled session goes on serving: its host was checked when it was
+        // opened, and checking again per message would cost a handshake each.
+        let need = match tls {
+            Tls::Testing if app.queue.pool.has_idle(addr) => Need::Usual,
+            tls => tls.need(),
+        };
+        let mut result = transact(app, addr, host, need, self).await;
+        if let (Err(e), Some(policy)) = (&result, policy)
+            && let Some(why) = e.policy()
+        {
+            refusals.record(self.domain, policy.mode, host, why);
+            if tls == Tls::Testing {
+                result = transact(app, addr, host, Need::Usual, self).await;
+            }
+        }
+        match result {
+            Ok(outcomes) => {
+                if let Some(group) = self.group {
+                    heed(app, group, &outcomes);
+                }
+                Ok(outcomes)
+            }
+            Err(e) => {
+                tracing::info!(%host, %addr, error = %e.0, "delivery connection failed");
+                // A server too busy to greet us speaks for the whole group: trying its other
+                // hosts now is the hammering the pause exists to prevent.
+                if let (Some(group), Some(reply)) = (self.group, e.greeting())
+                    && is_throttle(reply)
+                {
+                    group.throttled(&app.queue.shaper.config, reply);
+                    return Err(Some(all(recipients, Outcome::Deferred(reply.to_owned()))));
+                }
+                Err(None)
+            }
+        }
+    }
 }
 
 /// What a transaction's answers mean for the group: a throttling answer pauses it, a delivery
@@ -215,13 +274,12 @@ async fn transact(
     app: &Deps,
     addr: SocketAddr,
     host: &str,
-    from: &str,
-    recipients: &[String],
-    message: &[u8],
+    need: Need,
+    tx: &Transaction<'_>,
 ) -> std::result::Result<Vec<(String, Outcome)>, Broken> {
     for _ in 0..2 {
-        let mut session = app.queue.pool.session(addr, host).await?;
-        match session.transaction(from, recipients, message).await {
+        let mut session = app.queue.pool.session(addr, host, need).await?;
+        match session.transaction(tx.from, tx.recipients, tx.message).await {
             Ok(outcomes) => {
                 app.queue.pool.put_back(addr, session);
                 return Ok(outcomes);

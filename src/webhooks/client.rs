@@ -2,7 +2,8 @@
 //! connects only to addresses the private-address guard allows, resolved at connection time;
 //! follows no redirect; reads at most `MAX_RESPONSE` bytes of an answer; and keeps idle
 //! connections per origin for the next post. Whatever an endpoint does (never answer, trickle,
-//! redirect, send gigabytes) costs one attempt and its time limit, nothing more.
+//! redirect, send gigabytes) costs one attempt and its time limit, nothing more. MTA-STS policy
+//! fetches (`get`) go through the same client, with their own trust roots.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -51,12 +52,62 @@ pub struct Client {
 /// What a post got: the status code, or why there is none.
 pub type Answer = Result<u16, String>;
 
+/// What a GET got.
+pub struct Fetched {
+    pub status: u16,
+    /// The Content-Type header as sent ("" when absent).
+    pub content_type: String,
+    pub body: Bytes,
+}
+
 impl Client {
     pub fn new(dns: Arc<Dns>, allow_private: bool) -> Client {
         let tls = mail_send::smtp::tls::build_tls_connector(false)
             .map_err(|e| tracing::warn!(error = %e, "no TLS for webhooks: https endpoints fail"))
             .ok();
+        Client::with_tls(dns, allow_private, tls)
+    }
+
+    /// A client whose https connections verify servers with `tls`.
+    pub fn with_tls(dns: Arc<Dns>, allow_private: bool, tls: Option<TlsConnector>) -> Client {
         Client { dns, allow_private, tls, idle: Mutex::new(HashMap::new()) }
+    }
+
+    /// GETs `target` on a connection of its own; the whole answer, body included, must arrive
+    /// within `limit`, and a body over `max_body` bytes is an error. A redirect is an answer
+    /// like any other: it is never followed.
+    pub async fn get(
+        &self,
+        target: &Target,
+        limit: Duration,
+        max_body: usize,
+    ) -> Result<Fetched, String> {
+        let exchange = async {
+            let mut sender = self.connect(target).await?;
+            let req = hyper::Request::get(target.path.as_str())
+                .header(hyper::header::HOST, target.authority.as_str())
+                .header(hyper::header::USER_AGENT, concat!("edgemail/", env!("CARGO_PKG_VERSION")))
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| format!("cannot build the request: {e}"))?;
+            let res = sender
+                .request
+                .send_request(req)
+                .await
+                .map_err(|e| format!("request failed: {e}"))?;
+            let content_type = res
+                .headers()
+                .get(hyper::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let status = res.status().as_u16();
+            let body = read_capped(res.into_body(), max_body).await?;
+            Ok(Fetched { status, content_type, body })
+        };
+        match tokio::time::timeout(limit, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("no complete answer within {}s", limit.as_secs())),
+        }
     }
 
     /// Posts `body` with `headers` to `target`; the answer must begin within `limit`.
@@ -202,4 +253,19 @@ async fn drain(mut body: hyper::body::Incoming) -> bool {
         }
     }
     true
+}
+
+/// The whole body, or an error once it passes `max` bytes.
+async fn read_capped(mut body: hyper::body::Incoming, max: usize) -> Result<Bytes, String> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the body failed: {e}"))?;
+        if let Some(data) = frame.data_ref() {
+            if out.len() + data.len() > max {
+                return Err(format!("the body is larger than {max} bytes"));
+            }
+            out.extend_from_slice(data);
+        }
+    }
+    Ok(Bytes::from(out))
 }

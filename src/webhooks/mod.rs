@@ -6,7 +6,7 @@
 //! that commit a delivery stays due, so a crash re-posts at most what was in flight.
 
 mod circuit;
-mod client;
+pub mod client;
 pub mod sign;
 pub mod target;
 

@@ -39,6 +39,7 @@ mod logs;
 mod mail_world;
 mod mailboxes;
 mod metrics;
+mod mta_sts;
 mod openapi_examples;
 mod pacing;
 mod paging;

@@ -5,11 +5,12 @@
 //! One thread per connection; commands are read line by line from a buffered reader, so pipelined
 //! commands (RFC 2920) are answered in order, and replies are flushed whenever no complete command
 //! is waiting. Connections stay open across transactions until QUIT, EOF or 30 s of silence.
+//! With `offer_starttls` the sink offers STARTTLS (RFC 3207) with a given certificate.
 
 #![allow(dead_code)]
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -46,6 +47,8 @@ struct State {
     /// A greeting other than 220 for every connection (the connection closes after it).
     greeting: Option<String>,
     commands: Vec<(usize, String)>,
+    /// The server side of STARTTLS, when offered.
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 struct Shared {
@@ -157,6 +160,11 @@ impl Sink {
         self.shared.state().rcpt_replies.insert(address.to_lowercase(), queue);
     }
 
+    /// Offers STARTTLS from now on, with `config`'s certificate.
+    pub fn offer_starttls(&self, config: Arc<rustls::ServerConfig>) {
+        self.shared.state().tls = Some(config);
+    }
+
     /// Greets every new connection with `reply` (such as "421 4.7.0 busy") and closes it.
     pub fn set_greeting(&self, reply: &str) {
         self.shared.state().greeting = Some(reply.to_owned());
@@ -212,11 +220,17 @@ impl Session {
     }
 }
 
+/// A connection in plain text or TLS.
+trait Io: Read + Write + Send {}
+impl<T: Read + Write + Send> Io for T {}
+
 /// Reads lines and queues replies; queued replies go out before any read that would block.
 struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    reader: BufReader<Box<dyn Io>>,
+    /// The TCP socket under it all, for STARTTLS.
+    raw: TcpStream,
     pending: Vec<u8>,
+    tls: bool,
 }
 
 impl Conn {
@@ -229,10 +243,27 @@ impl Conn {
 
     fn flush(&mut self) -> std::io::Result<()> {
         if !self.pending.is_empty() {
-            self.writer.write_all(&self.pending)?;
+            let stream = self.reader.get_mut();
+            stream.write_all(&self.pending)?;
+            stream.flush()?;
             self.pending.clear();
         }
         Ok(())
+    }
+
+    /// Answers STARTTLS and continues in TLS; false when TLS is not offered (or already on).
+    fn start_tls(&mut self, shared: &Shared) -> std::io::Result<bool> {
+        let config = shared.state().tls.clone();
+        let Some(config) = config.filter(|_| !self.tls) else {
+            return Ok(false);
+        };
+        self.reply("220 2.0.0 ready to start TLS");
+        self.flush()?;
+        let server = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+        let tls = rustls::StreamOwned::new(server, self.raw.try_clone()?);
+        self.reader = BufReader::new(Box::new(tls));
+        self.tls = true;
+        Ok(true)
     }
 
     /// The next line including its line ending, or None at EOF.
@@ -251,8 +282,12 @@ impl Conn {
 fn serve(stream: TcpStream, connection: usize, shared: &Shared) -> std::io::Result<()> {
     stream.set_read_timeout(Some(IDLE))?;
     stream.set_nodelay(true)?;
-    let mut conn =
-        Conn { writer: stream.try_clone()?, reader: BufReader::new(stream), pending: Vec::new() };
+    let mut conn = Conn {
+        raw: stream.try_clone()?,
+        reader: BufReader::new(Box::new(stream)),
+        pending: Vec::new(),
+        tls: false,
+    };
     let mut session = Session { connection, greeted: false, mail_from: None, rcpt_to: Vec::new() };
     let refusal = shared.state().greeting.clone();
     if let Some(refusal) = refusal {
@@ -273,7 +308,23 @@ fn serve(stream: TcpStream, connection: usize, shared: &Shared) -> std::io::Resu
             "EHLO" => {
                 session.greeted = true;
                 session.reset();
-                conn.reply(EHLO_REPLY);
+                if shared.state().tls.is_some() && !conn.tls {
+                    conn.reply(&EHLO_REPLY.replacen(
+                        "250-sink\r\n",
+                        "250-sink\r\n250-STARTTLS\r\n",
+                        1,
+                    ));
+                } else {
+                    conn.reply(EHLO_REPLY);
+                }
+            }
+            "STARTTLS" => {
+                if conn.start_tls(shared)? {
+                    session.greeted = false;
+                    session.reset();
+                } else {
+                    conn.reply("500 5.5.2 command not recognized");
+                }
             }
             "HELO" => {
                 session.greeted = true;

@@ -137,8 +137,8 @@ fn the_scan_sees_grouped_imports_and_self_calls() {
 
 /// Every `.rs` file under `dir`, recursively.
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("store dir").flatten() {
-        // ok: test
+    let entries = std::fs::read_dir(dir).expect("store dir"); // ok: test
+    for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
             rust_files(&path, out);

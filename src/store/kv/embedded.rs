@@ -196,43 +196,32 @@ fn range<'r>(
     Ok(Box::new(Directed { range, direction }))
 }
 
-impl ReadTable for ReadOnly {
-    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
-        Ok(self.0.get(key)?.map(bytes))
-    }
+/// Both of redb's table kinds read alike; one body serves them.
+macro_rules! read_table {
+    ($table:ty) => {
+        impl ReadTable for $table {
+            fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+                Ok(self.0.get(key)?.map(bytes))
+            }
 
-    fn range<'r>(
-        &'r self,
-        lo: Bound<&[u8]>,
-        hi: Bound<&[u8]>,
-        direction: Direction,
-    ) -> Result<Entries<'r>> {
-        range(&self.0, lo, hi, direction)
-    }
+            fn range<'r>(
+                &'r self,
+                lo: Bound<&[u8]>,
+                hi: Bound<&[u8]>,
+                direction: Direction,
+            ) -> Result<Entries<'r>> {
+                range(&self.0, lo, hi, direction)
+            }
 
-    fn len(&self) -> Result<u64> {
-        Ok(self.0.len()?)
-    }
+            fn len(&self) -> Result<u64> {
+                Ok(self.0.len()?)
+            }
+        }
+    };
 }
 
-impl ReadTable for Writable<'_> {
-    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
-        Ok(self.0.get(key)?.map(bytes))
-    }
-
-    fn range<'r>(
-        &'r self,
-        lo: Bound<&[u8]>,
-        hi: Bound<&[u8]>,
-        direction: Direction,
-    ) -> Result<Entries<'r>> {
-        range(&self.0, lo, hi, direction)
-    }
-
-    fn len(&self) -> Result<u64> {
-        Ok(self.0.len()?)
-    }
-}
+read_table!(ReadOnly);
+read_table!(Writable<'_>);
 
 impl WriteTable for Writable<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {

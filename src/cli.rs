@@ -62,6 +62,13 @@ pub struct Common {
     /// Data directory (holds the database file and the admin socket).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// Keep the data in this PostgreSQL database (postgres://...) instead of the data file,
+    /// so that several nodes can share it.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// This node's name among the nodes sharing a store (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -186,6 +193,12 @@ impl Common {
         let mut out = Vec::new();
         if let Some(dir) = &self.data {
             out.push(("storage.data_dir", dir.display().to_string()));
+        }
+        if let Some(url) = &self.store {
+            out.push(("store.url", url.clone()));
+        }
+        if let Some(node) = &self.node {
+            out.push(("cluster.node", node.clone()));
         }
         out
     }

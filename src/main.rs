@@ -60,6 +60,10 @@ fn on_existing_store(common: &Common, command: Admin) -> ExitCode {
     if let Some(refused) = missing_data_dir(&config) {
         return refused;
     }
+    if config.cluster.store_url.is_some() {
+        // The data is in PostgreSQL, which checks its own pages; the command runs on it.
+        return administer(common, command);
+    }
     if !config.data_dir.join(store::DB_FILE).is_file() {
         return fail(&format!("no edgemail data in {}", config.data_dir.display()));
     }
@@ -118,7 +122,11 @@ fn load_config(file: Option<&std::path::Path>, flags: &[(&'static str, String)])
 }
 
 fn store_options(config: &Config) -> store::Options {
-    store::Options { cache_size: config.cache_size }
+    store::Options {
+        cache_size: config.cache_size,
+        url: config.cluster.store_url.clone(),
+        connections: config.cluster.connections,
+    }
 }
 
 /// The refusal of a command that reads a store when the data directory is not there: only

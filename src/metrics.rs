@@ -75,6 +75,7 @@ pub struct Metrics {
     commit_duration: Histogram,
     store_writable: Gauge,
     store_faults: Counter,
+    store_retries: Counter,
     smtp_sessions: Counter,
     tls_handshakes: Family<Result, Counter>,
     dns_lookups: Family<Result, Counter>,
@@ -118,6 +119,7 @@ impl Metrics {
             commit_duration: Histogram::new(exponential_buckets(0.000_1, 2.0, 16)),
             store_writable: Gauge::default(),
             store_faults: Counter::default(),
+            store_retries: Counter::default(),
             smtp_sessions: Counter::default(),
             tls_handshakes: results(&OK_FAILED),
             dns_lookups: results(&OK_FAILED),
@@ -182,6 +184,11 @@ impl Metrics {
             format!("{p}store_faults"),
             "Times the store turned degraded after a disk fault",
             self.store_faults.clone(),
+        );
+        r.register(
+            format!("{p}store_retries"),
+            "Group commits run again after a concurrent transaction (another node) won",
+            self.store_retries.clone(),
         );
         r.register(
             format!("{p}smtp_sessions"),
@@ -264,6 +271,11 @@ pub fn webhook_delivery(result: &str) {
 
 pub fn store_commit(took: Duration) {
     METRICS.commit_duration.observe(took.as_secs_f64());
+}
+
+/// A group commit lost a race on a shared store and runs again.
+pub fn store_retry() {
+    METRICS.store_retries.inc();
 }
 
 /// The store turned degraded (`false`) or takes writes again (`true`).

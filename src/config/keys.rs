@@ -18,6 +18,33 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.cache_size = parse_size(v)?;
         Ok(())
     }),
+    ("store.url", |c, v| {
+        if !(v.starts_with("postgres://") || v.starts_with("postgresql://")) {
+            return Err("expected a postgres:// URL".into());
+        }
+        c.cluster.store_url = Some(v.to_owned());
+        Ok(())
+    }),
+    ("store.connections", |c, v| {
+        c.cluster.connections = positive(v)?;
+        Ok(())
+    }),
+    ("cluster.node", |c, v| {
+        let ok = |ch: char| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.');
+        if v.is_empty() || v.len() > 64 || !v.chars().all(ok) {
+            return Err("expected 1-64 letters, digits, '-', '_' or '.'".into());
+        }
+        c.cluster.node = v.to_owned();
+        Ok(())
+    }),
+    ("cluster.lease", |c, v| {
+        let lease = parse_duration(v)?;
+        if lease < Duration::from_secs(1) {
+            return Err("expected at least 1s".into());
+        }
+        c.cluster.lease = lease;
+        Ok(())
+    }),
     ("http.listen", |c, v| {
         c.http.listen = parse_addr(v)?;
         Ok(())

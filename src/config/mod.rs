@@ -24,6 +24,8 @@ pub struct Config {
     /// Memory for the data file's page cache (`storage.cache_size`). What was read or written
     /// stays resident up to this, so it bounds the server's memory as much as any limit here.
     pub cache_size: usize,
+    /// The store and this node's place among the nodes sharing it.
+    pub cluster: Cluster,
     pub http: Http,
     pub smtp: Smtp,
     pub submission: Submission,
@@ -40,6 +42,38 @@ pub struct Config {
     pub metrics: Metrics,
     /// `testing.clock_offset`: how far the server's clock runs ahead (a testing aid).
     pub clock_offset: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// `store.url`: a PostgreSQL database (`postgres://...`) to keep the data in instead of the
+    /// file in the data directory, so that several nodes can share it.
+    pub store_url: Option<String>,
+    /// `store.connections`: connections to that database, at most.
+    pub connections: usize,
+    /// `cluster.node`: this node's name among those sharing the store (default: the host name).
+    pub node: String,
+    /// `cluster.lease`: how long a node's claims outlive it: a node that stops renewing them
+    /// (it died) holds its work this long before another node takes it over.
+    pub lease: Duration,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster {
+            store_url: None,
+            connections: 16,
+            node: host_name(),
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The machine's host name, the default node name.
+fn host_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name = name.trim();
+    if name.is_empty() { "node".to_owned() } else { name.to_owned() }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -236,6 +270,7 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from("./edgemail-data"),
             cache_size: DEFAULT_CACHE_SIZE,
+            cluster: Cluster::default(),
             http: Http {
                 listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
                 public_url: None,

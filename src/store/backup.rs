@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use super::error::{Error, Result};
-use super::kv::Redb;
+use super::kv::{Db, Redb};
 use super::{DB_FILE, Store};
 
 /// What a check found in a sound file.
@@ -26,10 +26,17 @@ impl Store {
     /// check of the copy found. Runs alongside reads and writes, holding writes for the time of
     /// a file copy.
     pub fn backup(&self, to: &Path) -> Result<Checked> {
+        if self.file.is_shared() {
+            return Err(Error::Unavailable(
+                "this store is a PostgreSQL database: back it up with PostgreSQL's tools \
+                 (pg_dump, or base backups with WAL archiving)"
+                    .into(),
+            ));
+        }
         let partial = sibling(to, "partial");
         let (done, copied) = mpsc::channel();
         let (from, target) = (self.path.clone(), partial.clone());
-        let work = Box::new(move |_: &Redb| {
+        let work = Box::new(move |_: &Db| {
             let _ = done.send(copy_durably(&from, &target));
         });
         if !self.writer.between(work) {

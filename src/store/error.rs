@@ -23,6 +23,10 @@ pub enum Error {
     Unavailable(String),
     /// redb failed; the source is its error.
     Storage(Box<dyn std::error::Error + Send + Sync>),
+    /// A concurrent transaction changed what this one read or wrote (PostgreSQL's
+    /// serialization failure, or a deadlock): nothing was written, and the writer runs the work
+    /// again.
+    Contention(Box<dyn std::error::Error + Send + Sync>),
     /// The file beneath failed (a full disk, an I/O error, or redb's latch after one); the
     /// source is redb's error. The store turns degraded when a commit meets one.
     Disk(Box<dyn std::error::Error + Send + Sync>),
@@ -74,6 +78,14 @@ impl Error {
         )
     }
 
+    pub fn is_contention(&self) -> bool {
+        match self {
+            Error::Contention(_) => true,
+            Error::Aborted(batch) => batch.is_contention(),
+            _ => false,
+        }
+    }
+
     /// Whether the disk is at fault (full, failing), so that a retry once it recovers can
     /// succeed: the store degrades, and callers answer "try later".
     pub fn is_disk(&self) -> bool {
@@ -92,6 +104,7 @@ impl fmt::Display for Error {
             Error::NotFound(m) | Error::Conflict(m) | Error::Unavailable(m) => f.write_str(m),
             Error::Invalid { message, .. } => f.write_str(message),
             Error::Storage(e) => write!(f, "storage: {e}"),
+            Error::Contention(e) => write!(f, "a concurrent write won: {e}"),
             Error::Disk(e) => write!(f, "the disk failed: {e}"),
             Error::Degraded(e) => {
                 write!(f, "storage unavailable: writes are refused until the disk recovers ({e})")
@@ -108,7 +121,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Storage(e) | Error::Disk(e) => Some(e.as_ref()),
+            Error::Storage(e) | Error::Disk(e) | Error::Contention(e) => Some(e.as_ref()),
             Error::Degraded(e) => Some(e.as_ref()),
             Error::Codec(e) => Some(e),
             Error::Io { source, .. } => Some(source),
@@ -132,6 +145,8 @@ pub trait JobError: From<Error> {
     fn is_fault(&self) -> bool;
     /// Whether the fault is the disk's: the store then degrades.
     fn is_disk(&self) -> bool;
+    /// Whether a concurrent transaction won: the work is run again in a new transaction.
+    fn is_contention(&self) -> bool;
 }
 
 impl JobError for Error {
@@ -141,6 +156,10 @@ impl JobError for Error {
 
     fn is_disk(&self) -> bool {
         Error::is_disk(self)
+    }
+
+    fn is_contention(&self) -> bool {
+        Error::is_contention(self)
     }
 }
 
@@ -172,6 +191,15 @@ impl JobError for crate::error::Error {
 
     fn is_disk(&self) -> bool {
         matches!(self, crate::error::Error::StorageUnavailable(_))
+    }
+
+    fn is_contention(&self) -> bool {
+        match self {
+            crate::error::Error::Storage(e) => {
+                e.downcast_ref::<Error>().is_some_and(Error::is_contention)
+            }
+            _ => false,
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::error::{Error, Result};
-use super::kv::Redb;
+use super::kv::{Db, Postgres, Redb};
 
 /// How long a reopen waits for reads in progress to let go of the old handle.
 const READERS_GRACE: Duration = Duration::from_secs(3);
@@ -18,8 +18,10 @@ const READERS_GRACE: Duration = Duration::from_secs(3);
 pub(super) struct File {
     path: PathBuf,
     cache_size: usize,
+    /// Whether the store is a shared PostgreSQL database rather than the file at `path`.
+    shared: bool,
     /// `None` only while a reopen failed; reads then wait for the next one.
-    slot: RwLock<Option<Arc<Redb>>>,
+    slot: RwLock<Option<Arc<Db>>>,
     writable: AtomicBool,
     /// The fault that made the store refuse writes, while it does.
     fault: Mutex<Option<Arc<Error>>>,
@@ -28,18 +30,33 @@ pub(super) struct File {
 impl File {
     pub(super) fn open(path: &Path, cache_size: usize) -> Result<File> {
         let db = create(path, cache_size)?;
-        Ok(File {
+        Ok(File::holding(path, cache_size, false, Db::Redb(db)))
+    }
+
+    /// A store on the PostgreSQL database at `url` (`path` is still the node's data directory).
+    pub(super) fn connect(url: &str, path: &Path, connections: usize) -> Result<File> {
+        let db = Postgres::connect(url, connections)?;
+        Ok(File::holding(path, 0, true, Db::Postgres(db)))
+    }
+
+    fn holding(path: &Path, cache_size: usize, shared: bool, db: Db) -> File {
+        File {
             path: path.to_owned(),
             cache_size,
+            shared,
             slot: RwLock::new(Some(Arc::new(db))),
             writable: AtomicBool::new(true),
             fault: Mutex::new(None),
-        })
+        }
+    }
+
+    pub(super) fn is_shared(&self) -> bool {
+        self.shared
     }
 
     /// The current handle. A handle held across a reopen keeps the reopen waiting: hold it for
     /// one transaction only.
-    pub(super) fn db(&self) -> Result<Arc<Redb>> {
+    pub(super) fn db(&self) -> Result<Arc<Db>> {
         let slot = self.slot.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         match slot.as_ref() {
             Some(db) => Ok(db.clone()),
@@ -79,6 +96,10 @@ impl File {
     /// Drops the handle and opens the file again. Only the writer thread calls this, between
     /// transactions, so no write holds the old handle.
     pub(super) fn reopen(&self) -> Result<()> {
+        if self.shared {
+            // The pool replaces broken connections itself; there is no file to reopen.
+            return Ok(());
+        }
         let mut slot = self.slot.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(old) = slot.take() {
             // New reads wait on the lock; the ones in progress finish and let go.
@@ -93,7 +114,7 @@ impl File {
             drop(old);
         }
         let db = create(&self.path, self.cache_size)?;
-        *slot = Some(Arc::new(db));
+        *slot = Some(Arc::new(Db::Redb(db)));
         tracing::info!(path = %self.path.display(), "store file reopened");
         Ok(())
     }
@@ -124,15 +145,19 @@ pub(super) fn restrict_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// How the data file is opened.
-#[derive(Debug, Clone, Copy)]
+/// How the store is opened.
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Bytes of redb's page cache (`storage.cache_size`).
     pub cache_size: usize,
+    /// A PostgreSQL database to use instead of the file (`store.url`).
+    pub url: Option<String>,
+    /// Connections to that database, at most.
+    pub connections: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { cache_size: crate::config::DEFAULT_CACHE_SIZE }
+        Options { cache_size: crate::config::DEFAULT_CACHE_SIZE, url: None, connections: 16 }
     }
 }

@@ -29,7 +29,7 @@ pub enum MailboxSelection {
 }
 
 /// A validated update: recipients are trimmed and syntax-checked by the caller.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct GroupPatch {
     pub name: Option<String>,
     pub mailboxes: Option<MailboxSelection>,

@@ -33,7 +33,7 @@ impl Mailbox {
 }
 
 /// A change to a mailbox: `None` leaves a field, `Some(None)` clears it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct MailboxPatch {
     pub display_name: Option<Option<String>>,
     pub daily_limit: Option<Option<u32>>,

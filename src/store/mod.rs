@@ -155,8 +155,14 @@ impl Store {
     pub fn open_with(dir: &Path, options: Options) -> Result<Store> {
         file::create_private_dir(dir)?;
         let path = dir.join(DB_FILE);
-        let file = Arc::new(file::File::open(&path, options.cache_size)?);
-        file::restrict_file(&path)?;
+        let file = match &options.url {
+            Some(url) => Arc::new(file::File::connect(url, dir, options.connections)?),
+            None => {
+                let file = file::File::open(&path, options.cache_size)?;
+                file::restrict_file(&path)?;
+                Arc::new(file)
+            }
+        };
         if let Err(e) = file.db().and_then(|db| migrate::upgrade(&db)) {
             if !e.is_disk() {
                 return Err(e);
@@ -208,7 +214,7 @@ impl Store {
     /// type (only `?` and `Ok`) leaves it to be annotated: `|w| -> Result<_> { .. }`.
     pub async fn write<F, T, E>(&self, work: F) -> Result<T, E>
     where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
@@ -224,7 +230,7 @@ impl Store {
     /// `write` for callers outside the async runtime (command line, test seeding).
     pub fn write_blocking<F, T, E>(&self, work: F) -> Result<T, E>
     where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
@@ -251,7 +257,7 @@ impl Store {
     /// (`EMITTED`) and whether it changed a folder IMAP shows (`IMAP_CHANGED`).
     fn submit<F, T, E>(&self, work: F) -> (Answer<T, E>, Arc<std::sync::atomic::AtomicU8>)
     where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
@@ -273,7 +279,17 @@ impl Store {
         &self,
         work: F,
     ) -> Result<T, E> {
+        if self.file.is_shared() && in_multi_thread_runtime() {
+            // Each statement waits on the network: let the runtime move other tasks off this
+            // thread meanwhile.
+            return tokio::task::block_in_place(|| read_on(&self.file, work));
+        }
         read_on(&self.file, work)
+    }
+
+    /// Whether the store is a PostgreSQL database that other nodes may share.
+    pub fn is_shared(&self) -> bool {
+        self.file.is_shared()
     }
 
     /// Runs a read that may walk much of a table (aggregates, whole folders, large raw messages)
@@ -320,6 +336,11 @@ impl Rtx {
         self.tx.open_table(tables::META)?.get("schema_version")?;
         Ok(())
     }
+}
+
+fn in_multi_thread_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 fn read_on<F, T, E>(file: &file::File, work: F) -> Result<T, E>

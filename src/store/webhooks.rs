@@ -30,7 +30,7 @@ impl Webhook {
 }
 
 /// A change to an endpoint; `None` leaves a field as it is. `description: Some(None)` clears it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct WebhookPatch {
     pub url: Option<String>,
     pub events: Option<Vec<String>>,

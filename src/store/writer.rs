@@ -14,27 +14,39 @@ use tokio::sync::oneshot;
 
 use super::error::{Error, JobError, Result};
 use super::file::File;
-use super::kv::{Backend, Redb, WriteTxn};
+use super::kv::{Backend, Db, WriteTxn};
 
 /// At most this many jobs share a commit, bounding the latency one batch adds to its first job.
 const MAX_BATCH: usize = 512;
+/// How many times a batch that lost a race with another node's transaction is run again.
+const MAX_RETRIES: u32 = 12;
 /// How often a degraded store tries a write.
 const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 /// The small write that proves the disk takes writes again.
-pub(super) type Probe = fn(&Redb) -> Result<()>;
+pub(super) type Probe = fn(&Db) -> Result<()>;
 
 /// One write: runs inside a shared transaction, answers once the transaction has committed.
 trait Job: Send {
     /// Runs the write. A job must do its checks before it writes: an `Err` from a job that
-    /// already wrote would be committed with the batch.
-    fn run(&mut self, tx: &dyn WriteTxn);
-    /// The job's fault, if it hit one (`Some(true)`: the disk's); the whole batch is then aborted.
-    fn fault(&self) -> Option<bool>;
+    /// already wrote would be committed with the batch. `again`: the batch may be run once more
+    /// (a shared store, where a concurrent transaction can win), so the work is kept.
+    fn run(&mut self, tx: &dyn WriteTxn, again: bool);
+    /// The job's fault, if it hit one; the whole batch is then aborted.
+    fn fault(&self) -> Option<Fault>;
     /// Answers the caller; `commit` is the batch's outcome, shared by all its jobs.
     fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>);
     /// Answers the caller without running: the store refuses writes.
     fn refuse(self: Box<Self>, refusal: Error);
+}
+
+/// What kind of fault aborted a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Disk,
+    /// A concurrent transaction won: the batch runs again.
+    Contention,
+    Other,
 }
 
 struct Pending<F, T, E> {
@@ -45,19 +57,23 @@ struct Pending<F, T, E> {
 
 impl<F, T, E> Job for Pending<F, T, E>
 where
-    F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Send,
+    F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Clone + Send,
     T: Send,
     E: JobError + Send,
 {
-    fn run(&mut self, tx: &dyn WriteTxn) {
-        if let Some(work) = self.work.take() {
+    fn run(&mut self, tx: &dyn WriteTxn, again: bool) {
+        let work = if again { self.work.clone() } else { self.work.take() };
+        if let Some(work) = work {
             self.outcome = Some(work(tx));
         }
     }
 
-    fn fault(&self) -> Option<bool> {
+    fn fault(&self) -> Option<Fault> {
         match &self.outcome {
-            Some(Err(e)) if e.is_fault() => Some(e.is_disk()),
+            Some(Err(e)) if e.is_contention() => Some(Fault::Contention),
+            Some(Err(e)) if e.is_fault() => {
+                Some(if e.is_disk() { Fault::Disk } else { Fault::Other })
+            }
             _ => None,
         }
     }
@@ -82,7 +98,7 @@ where
 
 /// Work that runs between two commits, with no transaction open: the file then holds exactly the
 /// last commit, and holds still until the work returns.
-pub(super) type Between = Box<dyn FnOnce(&Redb) + Send>;
+pub(super) type Between = Box<dyn FnOnce(&Db) + Send>;
 
 enum Msg {
     Job(Box<dyn Job>),
@@ -109,7 +125,7 @@ impl Writer {
     /// Queues `work`; the receiver yields its result once it is durable.
     pub(super) fn submit<F, T, E>(&self, work: F) -> oneshot::Receiver<Result<T, E>>
     where
-        F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Clone + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
@@ -195,7 +211,8 @@ fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
             continue;
         }
         let started = Instant::now();
-        let commit = file.db().and_then(|db| run_batch(&db, &mut batch)).map_err(Arc::new);
+        let again = file.is_shared();
+        let commit = file.db().and_then(|db| run_batch(&db, &mut batch, again)).map_err(Arc::new);
         crate::metrics::store_commit(started.elapsed());
         if let Err(e) = &commit {
             tracing::error!(error = %e, jobs = batch.len(), "store commit failed");
@@ -229,15 +246,37 @@ fn try_probe(file: &File, probe: Probe) {
     }
 }
 
-fn run_batch(db: &Redb, batch: &mut [Box<dyn Job>]) -> Result<()> {
+/// Runs the batch in one transaction. On a shared store (`again`) a batch that lost a race with
+/// another node's transaction wrote nothing, and is run again after a random pause, so that the
+/// racers do not meet again in step.
+fn run_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match try_batch(db, batch, again) {
+            Err(e) if again && e.is_contention() && tries < MAX_RETRIES => {
+                tries += 1;
+                crate::metrics::store_retry();
+                let ceiling = 1u64 << tries.min(7);
+                std::thread::sleep(Duration::from_millis(1 + rand::random::<u64>() % ceiling));
+            }
+            done => return done,
+        }
+    }
+}
+
+fn try_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool) -> Result<()> {
     let tx = db.write()?;
     for job in batch.iter_mut() {
-        job.run(&*tx);
-        if let Some(disk) = job.fault() {
+        job.run(&*tx, again);
+        if let Some(fault) = job.fault() {
             // The job keeps its own error; the batch's says what became of the others.
             let _ = tx.abort();
             let why = "a write in the batch failed; batch aborted";
-            return Err(if disk { Error::Disk(why.into()) } else { Error::internal(why) });
+            return Err(match fault {
+                Fault::Disk => Error::Disk(why.into()),
+                Fault::Contention => Error::Contention(why.into()),
+                Fault::Other => Error::internal(why),
+            });
         }
     }
     tx.commit()?;
@@ -246,7 +285,7 @@ fn run_batch(db: &Redb, batch: &mut [Box<dyn Job>]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::kv::{ReadableTable, TableDefinition};
+    use super::super::kv::{ReadableTable, Redb, TableDefinition};
     use super::*;
 
     const T: TableDefinition<&str, u64> = TableDefinition::new("t");
@@ -267,9 +306,9 @@ mod tests {
     fn commit(jobs: Vec<(Box<dyn Job>, Answer)>) -> (Vec<Result<()>>, Vec<String>) {
         let dir = std::env::temp_dir().join(format!("edgemail-writer-{}", crate::ids::new_id("t")));
         std::fs::create_dir_all(&dir).expect("dir"); // ok: test
-        let db = Redb::open(&dir.join("w.redb"), 1 << 20).expect("db"); // ok: test
+        let db = Db::Redb(Redb::open(&dir.join("w.redb"), 1 << 20).expect("db")); // ok: test
         let (mut batch, answers): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
-        let outcome = run_batch(&db, &mut batch).map_err(Arc::new);
+        let outcome = run_batch(&db, &mut batch, false).map_err(Arc::new);
         batch.into_iter().for_each(|job| job.finish(outcome.clone()));
         let answers = answers.into_iter().map(|mut a| a.try_recv().expect("answered")).collect(); // ok: test
         let mut keys = Vec::new();

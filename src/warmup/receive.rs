@@ -32,6 +32,7 @@ pub struct Arrivals {
 }
 
 /// What the receiving side needs, taken from the message before the write.
+#[derive(Clone)]
 struct Candidate {
     marker: String,
     from: String,

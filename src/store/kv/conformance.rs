@@ -306,3 +306,33 @@ fn the_redb_backend_conforms() {
     });
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[path = "../../../tests/support/pg_cluster.rs"]
+#[allow(dead_code)]
+mod pg_cluster;
+
+#[test]
+fn the_postgres_backend_conforms() {
+    let cluster = pg_cluster::Cluster::shared();
+    all(|| ok(Postgres::connect(&cluster.database(), 4)));
+}
+
+#[test]
+fn a_lost_race_on_postgres_is_contention_and_writes_nothing() {
+    let db = ok(Postgres::connect(&pg_cluster::Cluster::shared().database(), 4));
+    write(&db, |w| w.open_table(U)?.insert("n", 1));
+    // Two transactions read the counter and both write it: at SERIALIZABLE the second to
+    // write, after the first committed, must lose (a write before that would wait on the lock).
+    let (a, b) = (ok(db.write()), ok(db.write()));
+    let read_n = |tx: &dyn WriteTxn| -> Result<u64> {
+        Ok(tx.open_table(U)?.get("n")?.map_or(0, |v| v.value()))
+    };
+    let n = ok(read_n(&*a));
+    ok((&*a as &dyn WriteTxn).open_table(U).and_then(|mut t| t.insert("n", n + 1)));
+    let seen = ok(read_n(&*b));
+    ok(a.commit());
+    let late = (&*b as &dyn WriteTxn).open_table(U).and_then(|mut t| t.insert("n", seen + 1));
+    let lost = late.and_then(|()| b.commit());
+    assert!(lost.as_ref().is_err_and(Error::is_contention), "{lost:?}");
+    assert_eq!(read(&db, |r| Ok(r.open_table(U)?.get("n")?.map(|v| v.value()))), Some(2));
+}

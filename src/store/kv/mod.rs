@@ -1,13 +1,15 @@
 //! The narrow storage backend beneath the store: named, ordered tables of byte keys and byte
 //! values, read and written inside transactions (get, put, delete, and range scans in either
-//! direction, whole or by pages). `embedded` implements it on redb; any ordered store with
-//! transactions can (a PostgreSQL table keyed by `(table, key bytea)` sorts the same way).
+//! direction, whole or by pages). `embedded` implements it on redb (the default: one file),
+//! `postgres` on a PostgreSQL relation keyed by `(table, key bytea)`, which sorts the same way
+//! (several nodes share it).
 //!
 //! Above the bytes, `table` gives the store typed tables (`TableDefinition<K, V>`), keys encoded
 //! by `key` so that byte order is typed order, values by `value`.
 
 mod embedded;
 mod key;
+mod postgres;
 mod table;
 mod value;
 
@@ -20,6 +22,7 @@ use super::error::Result;
 
 pub use embedded::{Embedded, Redb};
 pub use key::Key;
+pub use postgres::Postgres;
 pub use table::{ReadableTable, Table, TableDefinition};
 pub use value::Value;
 
@@ -121,4 +124,36 @@ pub trait Transaction: WriteTxn {
 pub trait Backend: Send + Sync {
     fn read(&self) -> Result<Box<dyn ReadTxn>>;
     fn write(&self) -> Result<Box<dyn Transaction>>;
+}
+
+/// The backend a store runs on.
+pub enum Db {
+    Redb(Redb),
+    Postgres(Postgres),
+}
+
+impl Db {
+    /// The redb file, for what only it does (migrating older layouts, copying the file).
+    pub fn redb(&self) -> Option<&Redb> {
+        match self {
+            Db::Redb(db) => Some(db),
+            Db::Postgres(_) => None,
+        }
+    }
+}
+
+impl Backend for Db {
+    fn read(&self) -> Result<Box<dyn ReadTxn>> {
+        match self {
+            Db::Redb(db) => db.read(),
+            Db::Postgres(db) => db.read(),
+        }
+    }
+
+    fn write(&self) -> Result<Box<dyn Transaction>> {
+        match self {
+            Db::Redb(db) => db.write(),
+            Db::Postgres(db) => db.write(),
+        }
+    }
 }

@@ -6,7 +6,7 @@ mod legacy;
 
 use super::batches::Batch;
 use super::error::{Error, Result};
-use super::kv::{Backend, ReadableTable, Redb, Transaction, WriteTxn};
+use super::kv::{Backend, Db, ReadableTable, Redb, Transaction, WriteTxn};
 use super::tables::*;
 
 /// The layout this build writes.
@@ -43,12 +43,30 @@ fn index_batches_by_domain(tx: &dyn WriteTxn) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn upgrade(db: &Redb) -> Result<()> {
-    let file = db.begin_write()?;
+/// Brings the store's layout up to date: a redb file may still hold the typed tables of an
+/// older release; a PostgreSQL database only ever held byte tables. Nodes sharing a database
+/// may start together: the loser of that race finds the work done when it runs again.
+pub(super) fn upgrade(db: &Db) -> Result<()> {
+    let Some(redb) = db.redb() else {
+        let mut tries = 0;
+        loop {
+            let tx = db.write()?;
+            match upgrade_tables(&*tx).and_then(|()| tx.commit()) {
+                Err(e) if e.is_contention() && tries < 10 => tries += 1,
+                done => return done,
+            }
+        }
+    };
+    let file = redb.begin_write()?;
     if legacy::is_typed(&file)? {
         legacy::move_to_byte_tables(&file)?;
     }
-    let tx: &dyn WriteTxn = &file;
+    upgrade_tables(&file)?;
+    legacy::stamp(&file, SCHEMA_VERSION)?;
+    Box::new(file).commit()
+}
+
+fn upgrade_tables(tx: &dyn WriteTxn) -> Result<()> {
     index_enrollments(tx)?;
     let found = tx.open_table(META)?.get("schema_version")?.map(|v| v.value());
     match found {
@@ -66,9 +84,7 @@ pub(super) fn upgrade(db: &Redb) -> Result<()> {
         }
     }
     tx.open_table(META)?.insert("schema_version", SCHEMA_VERSION)?;
-    legacy::stamp(&file, SCHEMA_VERSION)?;
-    ensure_secret(tx, "tracking")?;
-    Box::new(file).commit()
+    ensure_secret(tx, "tracking")
 }
 
 /// The version stamp of the file, in either layout; `None` when it has none (not a data file).
@@ -114,7 +130,7 @@ mod tests {
     fn a_file_from_a_newer_release_is_refused() {
         let dir = std::env::temp_dir().join(format!("edgemail-migrate-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok();
-        let db = Redb::open(&dir.join("t.redb"), 1 << 20).expect("create"); // ok: test
+        let db = Db::Redb(Redb::open(&dir.join("t.redb"), 1 << 20).expect("create")); // ok: test
         upgrade(&db).expect("first open stamps the file"); // ok: test
         let tx = db.write().expect("write"); // ok: test
         let w: &dyn WriteTxn = &*tx;

@@ -30,6 +30,7 @@ pub struct Server {
     sequences: Arc<crate::sequences::Deps>,
     warmup: Arc<crate::warmup::Deps>,
     webhooks: Arc<crate::webhooks::Deps>,
+    node: Arc<crate::cluster::Node>,
 }
 
 impl Server {
@@ -45,6 +46,7 @@ impl Server {
         let tokens = Arc::new(Tokens::new(&store.read_blocking(|r| r.secret("tracking"))?));
         let signers = Arc::new(Signers::default());
         let (queue_wake, sequences_wake) = (Wake::default(), Wake::default());
+        let node = crate::cluster::Node::new(&config.cluster, store.is_shared());
         let queue = Arc::new(crate::queue::Deps {
             store: store.clone(),
             queue: Arc::new(Queue::new(&config, dns.clone(), queue_wake.clone())),
@@ -54,22 +56,26 @@ impl Server {
             delivery: config.delivery.clone(),
             public_url: config.public_url(),
             grace: config.http.shutdown_grace,
+            node: node.clone(),
         });
         let sequences = Arc::new(crate::sequences::Deps {
             store: store.clone(),
             queue: queue_wake.clone(),
             wake: sequences_wake.clone(),
+            node: node.clone(),
         });
         let warmup = Arc::new(crate::warmup::Deps {
             store: store.clone(),
             queue: queue_wake.clone(),
             config: config.warmup.clone(),
+            node: node.clone(),
         });
         let webhooks = Arc::new(crate::webhooks::Deps {
             store: store.clone(),
             dns: dns.clone(),
             config: config.webhooks.clone(),
             wake: store.events(),
+            node: node.clone(),
         });
         let state = Arc::new(AppState {
             tool_limits: ToolLimits::new(
@@ -89,7 +95,7 @@ impl Server {
             tokens,
             signers,
         });
-        Ok(Server { state, router, queue, sequences, warmup, webhooks })
+        Ok(Server { state, router, queue, sequences, warmup, webhooks, node })
     }
 }
 
@@ -248,7 +254,20 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
 pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Result<()> {
-    let Server { state: app, router, queue, sequences, warmup, webhooks } = server;
+    let Server { state: app, router, queue, sequences, warmup, webhooks, node } = server;
+    node.join(&app.store).await?;
+    let cluster = {
+        let reloading = app.clone();
+        let keys_changed = move || {
+            let app = reloading.clone();
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = app.keys.reload(&app.store) {
+                    tracing::warn!(error = %e, "API keys not reloaded");
+                }
+            });
+        };
+        tokio::spawn(node.clone().run(app.store.clone(), keys_changed, shutdown.clone()))
+    };
     let admin_path =
         listeners.admin.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
     let admin =
@@ -310,6 +329,10 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let _ = sequences.await;
     let _ = warmup.await;
     let _ = webhooks.await;
+    let _ = cluster.await;
+    if let Err(e) = node.leave(&app.store).await {
+        tracing::warn!(error = %e, "leaving the nodes: the others take over after the lease");
+    }
     tidy.abort();
     if let Some(path) = admin_path {
         let _ = std::fs::remove_file(path);

@@ -28,6 +28,7 @@
 //! - `webhooks`  the webhook dispatcher: signed posts of recorded events, retries, its HTTP client
 //! - `health`    domain health: SPF, DKIM, DMARC, MX and blacklist checks
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
+//! - `cluster`   this node among those sharing a store: heartbeat, leader lease, key generations
 //!
 //! Building blocks:
 //! - `tracking`  signed tokens and link rewriting for opens, clicks and unsubscribes; bounce tags
@@ -64,6 +65,7 @@ pub mod app;
 pub mod auth;
 pub mod bounce;
 pub mod cli;
+pub(crate) mod cluster;
 pub mod config;
 pub mod credentials;
 pub mod demo;

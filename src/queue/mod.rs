@@ -43,6 +43,8 @@ pub struct Deps {
     pub public_url: String,
     /// How long attempts in flight may take to commit at shutdown.
     pub grace: Duration,
+    /// On a shared store, a message is delivered by the node that claimed it.
+    pub node: Arc<crate::cluster::Node>,
 }
 
 impl Deps {
@@ -63,6 +65,8 @@ const STORE_RECHECK: Duration = Duration::from_secs(1);
 pub struct Queue {
     wake: Wake,
     in_flight: Mutex<HashSet<String>>,
+    /// Due messages another node has claimed, with when to look at them again.
+    elsewhere: Mutex<HashMap<String, std::time::Instant>>,
     slots: Arc<Semaphore>,
     per_domain: Mutex<HashMap<String, Arc<Semaphore>>>,
     per_domain_limit: usize,
@@ -94,6 +98,7 @@ impl Queue {
         Queue {
             wake,
             in_flight: Mutex::new(HashSet::new()),
+            elsewhere: Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(d.concurrency)),
             per_domain: Mutex::new(HashMap::new()),
             per_domain_limit: d.per_domain,
@@ -153,7 +158,8 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
             }
         }
         let now = now_ms();
-        let look = queue.in_flight().len() + 256;
+        let skipped = queue.claimed_elsewhere();
+        let look = queue.in_flight().len() + skipped.len() + 256;
         let head = match app.store.read(move |r| r.due(u64::MAX, look)).await {
             Ok(head) => head,
             Err(e) => {
@@ -168,7 +174,7 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
                 next_due = Some(due);
                 break;
             }
-            if queue.in_flight().contains(&id) {
+            if queue.in_flight().contains(&id) || skipped.contains(&id) {
                 continue;
             }
             let Ok(permit) = queue.slots.clone().try_acquire_owned() else {
@@ -180,6 +186,7 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
         let wait = next_due.map_or(Duration::from_secs(60), |due| {
             Duration::from_millis(due.saturating_sub(now)).min(Duration::from_secs(60))
         });
+        let wait = app.node.poll(wait);
         tokio::select! {
             _ = queue.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {}
@@ -203,6 +210,9 @@ async fn attempt(app: Engine, due: u64, id: String, _slot: OwnedSemaphorePermit)
 }
 
 async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
+    if app.node.is_shared() && !claim(app, due, id).await? {
+        return Ok(());
+    }
     let owned = id.to_owned();
     let loaded = app
         .store
@@ -299,9 +309,17 @@ async fn finish(
     use crate::store::JobError;
     let outcomes = Arc::new(outcomes);
     let mut held = false;
+    let node = app.node.is_shared().then(|| app.node.name().to_owned());
     loop {
         let (email, held_outcomes, local) = (id.to_owned(), outcomes.clone(), local.clone());
+        let node = node.clone();
         let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<()> {
+            if let Some(node) = &node {
+                if !w.holds_claim(&email, node, now_ms())? {
+                    return Err(crate::store::Error::Conflict(LEASE_LOST.into()).into());
+                }
+                w.release_claim(&email)?;
+            }
             if let Some(store_copies) = &local
                 && w.is_queued_in_write(due, &email)?
             {
@@ -316,6 +334,12 @@ async fn finish(
                     held = true;
                 }
                 tokio::time::sleep(STORE_RECHECK).await;
+            }
+            Err(crate::error::Error::Conflict(m)) if m == LEASE_LOST => {
+                // Another node counted this one dead and took the message over: what this
+                // attempt did is for it to find out again (at least once, never lost).
+                tracing::warn!(email = id, "delivery outcome dropped: {LEASE_LOST}");
+                return Ok(());
             }
             done => {
                 done.map_err(Error::Commit)?;
@@ -342,4 +366,34 @@ fn retry_delay(app: &Deps, email: &Email) -> Duration {
     let attempts = email.deliveries.iter().map(|d| d.attempts).max().unwrap_or(0) + 1;
     let d = &app.delivery;
     retry::delay(attempts, d.retry_initial, d.retry_max_interval, rand::random::<f64>())
+}
+
+const LEASE_LOST: &str = "this node's claim on the message lapsed";
+
+/// How long a message another node claimed is left alone before the scan looks at it again.
+const ELSEWHERE: Duration = Duration::from_secs(1);
+
+/// Claims a due message for this node; false when it is gone or another live node has it.
+async fn claim(app: &Deps, due: u64, id: &str) -> Result<bool> {
+    let (node, owned) = (app.node.name().to_owned(), id.to_owned());
+    let mine = app.store.write(move |w| w.claim(due, &owned, &node, now_ms())).await?;
+    if !mine {
+        let again = std::time::Instant::now() + ELSEWHERE;
+        lock(&app.queue.elsewhere).insert(id.to_owned(), again);
+    }
+    Ok(mine)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Queue {
+    /// The messages other nodes claimed that the scan still leaves alone (forgetting the rest).
+    fn claimed_elsewhere(&self) -> HashSet<String> {
+        let now = std::time::Instant::now();
+        let mut elsewhere = lock(&self.elsewhere);
+        elsewhere.retain(|_, until| *until > now);
+        elsewhere.keys().cloned().collect()
+    }
 }

@@ -37,10 +37,18 @@ pub struct Deps {
     pub queue: Wake,
     /// Its own wake-up: new enrollments, a resumed sequence.
     pub wake: Wake,
+    /// Steps are taken by the leading node only.
+    pub node: Arc<crate::cluster::Node>,
 }
 
 pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
     loop {
+        if !app.node.leads() {
+            tokio::select! {
+                _ = tokio::time::sleep(app.node.poll(IDLE)) => continue,
+                _ = shutdown.wait() => break,
+            }
+        }
         let now = now_ms();
         let (due, mut next) = match app.store.read(move |r| r.due_enrollments(now, BATCH)).await {
             Ok(found) => found,
@@ -66,6 +74,7 @@ pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
             }
         }
         let wait = next.map_or(IDLE, |at| Duration::from_millis(at.saturating_sub(now)).min(IDLE));
+        let wait = app.node.poll(wait);
         tokio::select! {
             _ = app.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {}

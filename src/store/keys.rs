@@ -23,6 +23,9 @@ pub struct ApiKey {
     pub revoked_at: Option<u64>,
 }
 
+/// The `META` entry counting changes to the live keys.
+const KEYS_GENERATION: &str = "keys_generation";
+
 impl Wtx<'_> {
     pub fn create_key(&mut self, key: &ApiKey, hash: &[u8; 32]) -> Result<()> {
         if let Some(domain) = &key.domain
@@ -32,6 +35,14 @@ impl Wtx<'_> {
         }
         self.tx.open_table(KEYS)?.insert(key.id.as_str(), encode(key)?.as_slice())?;
         self.tx.open_table(KEY_HASHES)?.insert(hash.as_slice(), key.id.as_str())?;
+        self.next_keys_generation()
+    }
+
+    /// Counts a change to the live keys, so that nodes sharing the store reload theirs.
+    fn next_keys_generation(&mut self) -> Result<()> {
+        let mut meta = self.tx.open_table(META)?;
+        let now = meta.get(KEYS_GENERATION)?.map_or(0, |v| v.value());
+        meta.insert(KEYS_GENERATION, now + 1)?;
         Ok(())
     }
 
@@ -47,6 +58,8 @@ impl Wtx<'_> {
             if let Some(hash) = decode_hex(&key.hash) {
                 self.tx.open_table(KEY_HASHES)?.remove(hash.as_slice())?;
             }
+            drop(keys);
+            self.next_keys_generation()?;
         }
         Ok(key)
     }
@@ -72,6 +85,12 @@ impl Wtx<'_> {
 }
 
 impl Rtx {
+    /// How many times the live keys changed: a node whose table was loaded at another count
+    /// reloads it.
+    pub fn keys_generation(&self) -> Result<u64> {
+        Ok(self.tx.open_table(META)?.get(KEYS_GENERATION)?.map_or(0, |v| v.value()))
+    }
+
     pub fn keys(&self) -> Result<Vec<ApiKey>> {
         let table = self.tx.open_table(KEYS)?;
         let mut out = Vec::new();

@@ -26,6 +26,7 @@
 //! - `outbox`       events out: recording them for webhooks, their deliveries and attempts
 //! - `webhooks`     webhook endpoints of a domain
 //! - `events`       event types and the `data` each carries
+//! - `cluster`      nodes sharing a store: heartbeats, claims on queued mail, the leader's lease
 //! - `queue`        the delivery queue, and the Message-IDs of what we sent
 //! - `suppressions` addresses a domain must not send to
 //! - `idempotency`  Idempotency-Key records of API requests, and their expiry
@@ -46,6 +47,7 @@
 mod attempts;
 mod backup;
 mod batches;
+mod cluster;
 mod contacts;
 mod domains;
 mod emails;

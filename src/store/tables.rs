@@ -140,3 +140,10 @@ pub const IMAP_MESSAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("im
 /// per message: a newer change replaces the older).
 pub const IMAP_FLAG_LOG: TableDefinition<(&str, u8, u64), u32> =
     TableDefinition::new("imap_flag_log");
+
+/// Node name -> the time (Unix ms) its heartbeat lasts until (stores shared by several nodes).
+pub const NODES: TableDefinition<&str, u64> = TableDefinition::new("cluster_nodes");
+/// Queued email id -> the node working on it (good while that node's heartbeat is).
+pub const CLAIMS: TableDefinition<&str, &str> = TableDefinition::new("cluster_claims");
+/// Lease name (`leader`) -> JSON `{node, until}`.
+pub const LEASES: TableDefinition<&str, &[u8]> = TableDefinition::new("cluster_leases");

@@ -20,6 +20,8 @@ pub struct Deps {
     /// Wakes the delivery queue when a round queued mail.
     pub queue: Wake,
     pub config: Settings,
+    /// Rounds run on the leading node only.
+    pub node: Arc<crate::cluster::Node>,
 }
 
 /// Runs the engine every `warmup.tick` until shutdown.
@@ -30,6 +32,9 @@ pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
         tokio::select! {
             _ = every.tick() => {}
             _ = shutdown.wait() => break,
+        }
+        if !app.node.leads() {
+            continue;
         }
         if let Err(e) = tick(&app).await {
             tracing::warn!(error = %e, "warmup round failed; next round retries");

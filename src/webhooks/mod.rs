@@ -47,6 +47,8 @@ pub struct Deps {
     pub config: Webhooks,
     /// Woken when an event is written (the store's handle).
     pub wake: Wake,
+    /// Events are posted by the leading node only.
+    pub node: Arc<crate::cluster::Node>,
 }
 
 struct Engine {
@@ -90,6 +92,12 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
     let committer = tokio::spawn(commit(engine.clone(), received));
     let pruner = tokio::spawn(prune(engine.deps.clone()));
     loop {
+        if !engine.deps.node.leads() {
+            tokio::select! {
+                _ = tokio::time::sleep(engine.deps.node.poll(PAUSE_IDLE * 4)) => continue,
+                _ = shutdown.wait() => break,
+            }
+        }
         let (next, started) = scan(&engine, &outcomes).await;
         tokio::time::sleep(if started { PAUSE_BUSY } else { PAUSE_IDLE }).await;
         let now = now_ms();
@@ -98,6 +106,7 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
             // Due work left behind busy slots: a commit wakes us when one frees.
             _ => Duration::from_secs(1),
         };
+        let wait = engine.deps.node.poll(wait);
         tokio::select! {
             _ = engine.deps.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {}

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use edgemail::store::{Email, Store};
+use edgemail::store::Email;
 use serde_json::json;
 
 use crate::harness::TempDir;
@@ -153,7 +153,7 @@ fn a_large_copy_reads_back_exactly_as_inbound_parsing_made_it() {
     assert!(parsed.text.as_ref().is_some_and(|t| t.len() > 64 << 10), "large enough to move");
 
     let dir = TempDir::new("exact");
-    let store = Store::open(&dir.0).expect("open the data");
+    let store = crate::harness::open_store(&dir.0);
     let copies: Vec<Email> = ["a", "b"]
         .iter()
         .map(|local| {

@@ -34,6 +34,41 @@ impl Drop for TempDir {
     }
 }
 
+/// Data directories whose server keeps its data in a PostgreSQL database (by URL).
+static STORES: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The server on `dir` (and its seed) keeps its data in the database at `url`: two directories
+/// given one URL are two nodes sharing a store.
+pub fn share_store(dir: &Path, url: &str) {
+    STORES.lock().unwrap_or_else(|p| p.into_inner()).push((dir.to_owned(), url.to_owned()));
+}
+
+/// Whether the whole suite runs on PostgreSQL (`EDGEMAIL_TEST_STORE=postgres`): every data
+/// directory then gets a database of its own in a throwaway cluster.
+pub fn on_postgres() -> bool {
+    std::env::var("EDGEMAIL_TEST_STORE").is_ok_and(|v| v == "postgres")
+}
+
+/// The database the server on `dir` uses, when it uses one.
+pub fn store_url(dir: &Path) -> Option<String> {
+    let mut stores = STORES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, url)) = stores.iter().find(|(d, _)| d == dir) {
+        return Some(url.clone());
+    }
+    if !on_postgres() {
+        return None;
+    }
+    let url = crate::pg_cluster::Cluster::shared().database();
+    stores.push((dir.to_owned(), url.clone()));
+    Some(url)
+}
+
+/// Opens the store of the server on `dir`, wherever it is kept.
+pub fn open_store(dir: &Path) -> Store {
+    let options = edgemail::store::Options { url: store_url(dir), ..Default::default() };
+    Store::open_with(dir, options).expect("open store")
+}
+
 /// One generated domain record reused under many names: RSA key generation is slow and the tests
 /// here do not depend on distinct keys.
 fn template_domain() -> &'static Domain {
@@ -48,7 +83,7 @@ pub struct Seed {
 
 impl Seed {
     pub fn open(dir: &Path) -> Seed {
-        Seed { store: Store::open(dir).expect("open store") }
+        Seed { store: open_store(dir) }
     }
 
     pub fn domain(&self, name: &str) {
@@ -125,6 +160,9 @@ impl Server {
             .arg(data)
             .args(["--http", "127.0.0.1:0", "--smtp", smtp])
             .args(args);
+        if let Some(url) = store_url(data) {
+            cmd.args(["--store", &url]);
+        }
         cmd.env_remove("RUST_LOG");
         // Every test peer (SMTP sink, other servers) listens on 127.0.0.1; a test that checks the
         // refusal of private destinations sets this back to false.

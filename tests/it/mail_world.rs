@@ -73,6 +73,14 @@ impl MailWorld {
         MailWorld { server, dns, sink, key, dir, extra_env, extra_args }
     }
 
+    /// Another node on `dir` with this world's DNS, sink and settings, and `args` besides (the
+    /// caller shares the store of both beforehand: `harness::share_store`).
+    pub fn start_node(&self, dir: &TempDir, args: &[&str]) -> Server {
+        let mut all = self.extra_args.clone();
+        all.extend(args.iter().map(|a| a.to_string()));
+        Self::spawn(dir, &self.extra_env, &all)
+    }
+
     fn spawn(dir: &TempDir, env: &[(String, String)], args: &[String]) -> Server {
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -4,6 +4,8 @@
 mod client;
 mod dns;
 mod harness;
+#[path = "../support/pg_cluster.rs"]
+mod pg_cluster;
 mod schema;
 mod smtp_client;
 mod smtp_sink;
@@ -18,6 +20,7 @@ mod auth;
 mod backup;
 mod bounces;
 mod cli;
+mod cluster;
 mod contacts;
 mod dashboard;
 mod dashboard_look;

@@ -17,7 +17,7 @@ const METHODS: [&str; 4] = ["post", "put", "patch", "delete"];
 
 /// Prepares the demo data in `dir` as `edgemail demo` does; returns the demo key.
 fn demo_key(dir: &TempDir) -> String {
-    let store = edgemail::store::Store::open(&dir.0).expect("open store");
+    let store = crate::harness::open_store(&dir.0);
     let text = edgemail::demo::prepare(&store, "http://127.0.0.1").expect("demo data");
     let key = text.lines().find_map(|l| l.strip_prefix("API key (shown once): "));
     key.expect("the demo prints its key").trim().to_owned()

@@ -46,6 +46,8 @@ struct State {
     data_reply: Option<String>,
     /// A greeting other than 220 for every connection (the connection closes after it).
     greeting: Option<String>,
+    /// While set, a new connection waits without a greeting (a stalled receiver).
+    stall: bool,
     commands: Vec<(usize, String)>,
     /// The server side of STARTTLS, when offered.
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -163,6 +165,11 @@ impl Sink {
     /// Offers STARTTLS from now on, with `config`'s certificate.
     pub fn offer_starttls(&self, config: Arc<rustls::ServerConfig>) {
         self.shared.state().tls = Some(config);
+    }
+
+    /// Holds every new connection without a greeting until `stall(false)`.
+    pub fn stall(&self, on: bool) {
+        self.shared.state().stall = on;
     }
 
     /// Greets every new connection with `reply` (such as "421 4.7.0 busy") and closes it.
@@ -289,6 +296,9 @@ fn serve(stream: TcpStream, connection: usize, shared: &Shared) -> std::io::Resu
         tls: false,
     };
     let mut session = Session { connection, greeted: false, mail_from: None, rcpt_to: Vec::new() };
+    while shared.state().stall {
+        thread::sleep(Duration::from_millis(20));
+    }
     let refusal = shared.state().greeting.clone();
     if let Some(refusal) = refusal {
         conn.reply(&refusal);

@@ -5,7 +5,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use edgemail::store::{Folder, Store};
+use edgemail::store::Folder;
 use serde_json::{Value, json};
 
 use crate::client::Client;
@@ -224,7 +224,7 @@ fn two_mailboxes_warm_up_over_smtp_and_the_counts_show() {
     // Counters and the hidden copies survive a restart; hidden mail cannot be fetched.
     let before = w.status("grace@beta.test");
     assert_eq!(w.server.terminate().code(), Some(0));
-    let store = Store::open(&w.dir.0).expect("open the data"); // ok: test
+    let store = crate::harness::open_store(&w.dir.0); // ok: test
     let listed = store
         .read_blocking(|r| r.folder_page("grace@beta.test", Folder::Warmup, 100, None))
         .expect("read the warmup folder"); // ok: test

@@ -1,0 +1,155 @@
+//! This node among the nodes sharing one store (PostgreSQL). Each node renews a heartbeat in the
+//! store; a queued message is delivered by the node that claimed it, and a claim is good only
+//! while its node's heartbeat is, so the work of a node that died waits one lease
+//! (`cluster.lease`) and is then taken by another. One node at a time holds the leader's lease
+//! and runs the engines that must run once (sequences, warmup, the webhook dispatcher). Changes
+//! to the API keys are counted in the store, and every node reloads its key table when the
+//! count moves. On the embedded file there is one node: it leads, and claims nothing.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::ids::now_ms;
+use crate::shutdown::Shutdown;
+use crate::store::{Result, Store};
+
+/// How often a node reads the key generation: a key revoked on one node stops working on
+/// every node within this (plus a read).
+const KEYS_POLL: Duration = Duration::from_millis(400);
+/// On a shared store the writes of other nodes wake nobody here: scanners look again at least
+/// this often.
+const SCAN_POLL: Duration = Duration::from_secs(1);
+const LEADER: &str = "leader";
+
+pub struct Node {
+    name: String,
+    lease: Duration,
+    shared: bool,
+    /// Until when (Unix ms) this node holds the leader's lease, as of its last renewal.
+    leads_until: AtomicU64,
+}
+
+impl Node {
+    pub fn new(config: &crate::config::Cluster, shared: bool) -> Arc<Node> {
+        Arc::new(Node {
+            name: config.node.clone(),
+            lease: config.lease,
+            shared,
+            leads_until: AtomicU64::new(0),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether other nodes may share the store.
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// Whether the engines that run once per cluster run here now.
+    pub fn leads(&self) -> bool {
+        !self.shared || self.leads_until.load(Ordering::Acquire) > now_ms()
+    }
+
+    /// The longest a scanner may sleep: on a shared store, work other nodes add or give up
+    /// does not wake it.
+    pub fn poll(&self, wait: Duration) -> Duration {
+        if self.shared { wait.min(SCAN_POLL) } else { wait }
+    }
+
+    fn lease_ms(&self) -> u64 {
+        self.lease.as_millis() as u64
+    }
+
+    /// Announces the node, frees the claims it held before a restart (they are delivered again,
+    /// by whichever node claims them first) and tries for the leader's lease.
+    pub async fn join(&self, store: &Store) -> Result<()> {
+        if !self.shared {
+            return Ok(());
+        }
+        let (node, until) = (self.name.clone(), now_ms() + self.lease_ms());
+        let freed = store
+            .write(move |w| -> Result<usize> {
+                w.heartbeat(&node, until)?;
+                w.free_claims_of(&node)
+            })
+            .await?;
+        tracing::info!(node = %self.name, freed, "joined the nodes sharing the store");
+        self.renew(store).await
+    }
+
+    /// Renews the heartbeat, and takes or keeps the leader's lease when it is free.
+    async fn renew(&self, store: &Store) -> Result<()> {
+        let now = now_ms();
+        let (node, until) = (self.name.clone(), now + self.lease_ms());
+        let leads = store
+            .write(move |w| -> Result<bool> {
+                w.heartbeat(&node, until)?;
+                w.take_lease(LEADER, &node, now, until)
+            })
+            .await?;
+        let before = self.leads();
+        // Stop leading a little before the lease ends, so two nodes never lead at once.
+        let margin = self.lease_ms() / 4;
+        self.leads_until.store(if leads { until - margin } else { 0 }, Ordering::Release);
+        if leads != before {
+            tracing::info!(node = %self.name, leads, "leadership changed");
+        }
+        Ok(())
+    }
+
+    /// Ends the heartbeat, the claims and the leadership once the engines have stopped, so that
+    /// the others take over at once rather than after the lease.
+    pub async fn leave(&self, store: &Store) -> Result<()> {
+        if !self.shared {
+            return Ok(());
+        }
+        self.leads_until.store(0, Ordering::Release);
+        let (node, now) = (self.name.clone(), now_ms());
+        store
+            .write(move |w| -> Result<()> {
+                w.heartbeat(&node, now)?;
+                w.free_claims_of(&node)?;
+                w.release_lease(LEADER, &node)
+            })
+            .await
+    }
+
+    /// Until shutdown: renews the heartbeat four times a lease, and calls `keys_changed` when
+    /// another node changed the API keys.
+    pub async fn run(
+        self: Arc<Self>,
+        store: Arc<Store>,
+        keys_changed: impl Fn() + Send + 'static,
+        mut shutdown: Shutdown,
+    ) {
+        if !self.shared {
+            return;
+        }
+        let mut generation = store.read(|r| r.keys_generation()).await.unwrap_or(0);
+        let mut renew = tokio::time::interval(self.lease / 4);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut keys = tokio::time::interval(KEYS_POLL);
+        loop {
+            tokio::select! {
+                _ = renew.tick() => {
+                    if let Err(e) = self.renew(&store).await {
+                        tracing::warn!(error = %e, "heartbeat not renewed");
+                    }
+                }
+                _ = keys.tick() => match store.read(|r| r.keys_generation()).await {
+                    Ok(now) if now != generation => {
+                        generation = now;
+                        keys_changed();
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "key generation not read"),
+                },
+                _ = shutdown.wait() => break,
+            }
+        }
+    }
+}

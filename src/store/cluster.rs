@@ -1,0 +1,115 @@
+//! What the nodes sharing a store agree on through it: each node's heartbeat, the node working
+//! on a queued message (its claim, good while that node's heartbeat is), and named leases such as
+//! the leader's. A store with one node (the redb file) writes none of this.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::Result;
+use super::kv::ReadableTable;
+use super::tables::*;
+use super::{Rtx, Tables, Wtx, decode, encode};
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Lease {
+    node: String,
+    until: u64,
+}
+
+/// Whether `node`'s heartbeat is current at `now`.
+fn alive(tx: &impl Tables, node: &str, now: u64) -> Result<bool> {
+    Ok(tx.table(NODES)?.get(node)?.is_some_and(|until| until.value() > now))
+}
+
+impl Wtx<'_> {
+    /// Records that `node` lives until `until` (it renews this well before then).
+    pub fn heartbeat(&mut self, node: &str, until: u64) -> Result<()> {
+        self.tx.open_table(NODES)?.insert(node, until)?;
+        Ok(())
+    }
+
+    /// Takes lease `name` for `node` until `until` when it is free, expired, or `node`'s already;
+    /// answers whether `node` holds it now.
+    pub fn take_lease(&mut self, name: &str, node: &str, now: u64, until: u64) -> Result<bool> {
+        let mut leases = self.tx.open_table(LEASES)?;
+        let held = leases.get(name)?.map(|v| decode::<Lease>(v.value())).transpose()?;
+        if held.is_some_and(|l| l.node != node && l.until > now) {
+            return Ok(false);
+        }
+        let lease = Lease { node: node.to_owned(), until };
+        leases.insert(name, encode(&lease)?.as_slice())?;
+        Ok(true)
+    }
+
+    /// Gives up lease `name` if `node` holds it.
+    pub fn release_lease(&mut self, name: &str, node: &str) -> Result<()> {
+        let mut leases = self.tx.open_table(LEASES)?;
+        let held = leases.get(name)?.map(|v| decode::<Lease>(v.value())).transpose()?;
+        if held.is_some_and(|l| l.node == node) {
+            leases.remove(name)?;
+        }
+        Ok(())
+    }
+
+    /// Claims the queue entry `(due, id)` for `node`, unless it is gone or another live node
+    /// holds it. A node claims only while its own heartbeat is current: one that could not renew
+    /// it may already be counted dead by the others.
+    pub fn claim(&mut self, due: u64, id: &str, node: &str, now: u64) -> Result<bool> {
+        if self.tx.open_table(QUEUE)?.get((due, id))?.is_none() || !alive(self, node, now)? {
+            return Ok(false);
+        }
+        let mut claims = self.tx.open_table(CLAIMS)?;
+        let holder = claims.get(id)?.map(|v| v.value().to_owned());
+        if let Some(holder) = holder
+            && holder != node
+            && alive(self, &holder, now)?
+        {
+            return Ok(false);
+        }
+        claims.insert(id, node)?;
+        Ok(true)
+    }
+
+    /// Whether `node` still holds its claim on `id`, with a current heartbeat: only then may it
+    /// commit what its attempt did.
+    pub fn holds_claim(&self, id: &str, node: &str, now: u64) -> Result<bool> {
+        let claims = self.tx.open_table(CLAIMS)?;
+        let mine = claims.get(id)?.is_some_and(|v| v.value() == node);
+        Ok(mine && alive(self, node, now)?)
+    }
+
+    pub fn release_claim(&mut self, id: &str) -> Result<()> {
+        self.tx.open_table(CLAIMS)?.remove(id)?;
+        Ok(())
+    }
+
+    /// Drops every claim `node` holds (it starts again: what it was doing before is free for
+    /// any node at once, itself included); answers how many.
+    pub fn free_claims_of(&mut self, node: &str) -> Result<usize> {
+        let mut claims = self.tx.open_table(CLAIMS)?;
+        let mut mine = Vec::new();
+        for entry in claims.iter()? {
+            let (id, holder) = entry?;
+            if holder.value() == node {
+                mine.push(id.value().to_owned());
+            }
+        }
+        for id in &mine {
+            claims.remove(id.as_str())?;
+        }
+        Ok(mine.len())
+    }
+}
+
+impl Rtx {
+    /// The nodes whose heartbeat is current at `now`, by name.
+    pub fn live_nodes(&self, now: u64) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for entry in self.tx.open_table(NODES)?.iter()? {
+            let (node, until) = entry?;
+            if until.value() > now {
+                out.push(node.value().to_owned());
+            }
+        }
+        Ok(out)
+    }
+}

@@ -103,7 +103,10 @@ fn campaign_message() -> Vec<u8> {
     m.into_bytes()
 }
 
-/// DKIM signing as delivery does it (RSA-2048 and Ed25519), and each algorithm alone.
+/// DKIM signing as delivery does it (RSA-2048 and Ed25519), and each algorithm alone. Under
+/// callgrind one message with both costs 10.43M instructions: the RSA operation 10.02M (96%),
+/// Ed25519's 0.24M, each signature's relaxed body canonicalization and hash 0.06M and its header
+/// canonicalization 0.01M. Canonicalizing once for both signatures would save under 1%.
 fn dkim(c: &mut Criterion) {
     use edgemail::mail::sign::DomainSigner;
     let domain = match edgemail::dkim::generate("bench.example") {

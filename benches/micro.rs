@@ -80,5 +80,57 @@ fn spf(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, routing, json, spf, metrics);
+/// A campaign message of about 2 KB, as `mail::build` renders one.
+fn campaign_message() -> Vec<u8> {
+    let mut m = String::from(
+        "From: Bench News <news@bench.example>\r\nTo: r1@bench.test\r\nSubject: Campaign\r\n\
+         Date: Tue, 24 Nov 2026 15:00:00 +0000\r\nMessage-ID: <em_1@bench.example>\r\n\
+         MIME-Version: 1.0\r\nList-Unsubscribe: <https://bench.example/u/abcdef>\r\n\
+         List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n\
+         Content-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n--b1\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n",
+    );
+    for i in 0..12 {
+        m.push_str(&format!("Line {i} of the text part, long enough to look like prose.\r\n"));
+    }
+    m.push_str("--b1\r\nContent-Type: text/html; charset=utf-8\r\n\r\n");
+    for i in 0..12 {
+        m.push_str(&format!(
+            "<p>Paragraph {i} with <a href=\"https://x.test/{i}\">a link</a>.</p>\r\n"
+        ));
+    }
+    m.push_str("--b1--\r\n");
+    m.into_bytes()
+}
+
+/// DKIM signing as delivery does it (RSA-2048 and Ed25519), and each algorithm alone. Under
+/// callgrind one message with both costs 10.43M instructions: the RSA operation 10.02M (96%),
+/// Ed25519's 0.24M, each signature's relaxed body canonicalization and hash 0.06M and its header
+/// canonicalization 0.01M. Canonicalizing once for both signatures would save under 1%.
+fn dkim(c: &mut Criterion) {
+    use edgemail::mail::sign::DomainSigner;
+    let domain = match edgemail::dkim::generate("bench.example") {
+        Ok(d) => d,
+        Err(e) => panic!("keys: {e}"),
+    };
+    let message = campaign_message();
+    let only = |algorithm: &str| {
+        let mut d = domain.clone();
+        d.dkim.retain(|k| k.algorithm == algorithm);
+        d
+    };
+    for (name, d) in [
+        ("dkim: sign 2 KB, RSA-2048 + Ed25519", domain.clone()),
+        ("dkim: sign 2 KB, RSA-2048 alone", only("rsa-sha256")),
+        ("dkim: sign 2 KB, Ed25519 alone", only("ed25519-sha256")),
+    ] {
+        let signer = match DomainSigner::new(&d) {
+            Ok(s) => s,
+            Err(e) => panic!("signer: {e}"),
+        };
+        c.bench_function(name, |b| b.iter(|| signer.sign(black_box(&message)).map(|m| m.len())));
+    }
+}
+
+criterion_group!(benches, routing, json, spf, metrics, dkim);
 criterion_main!(benches);

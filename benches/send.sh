@@ -4,6 +4,7 @@
 #   2. messages delivered per second to a local SMTP sink: DKIM-signed (RSA-2048 + Ed25519),
 #      over pooled connections, found through MX lookups.
 #   bash benches/send.sh
+#   SENDS=0 bash benches/send.sh     (the delivery row alone)
 # Needs (installed here when missing, on Debian): wrk, dnsmasq (MX and A records for bench.test),
 # postfix's smtp-sink (taken from the postfix package with `apt-get download`, not installed).
 set -euo pipefail
@@ -46,10 +47,12 @@ request = function()
   return wrk.format("POST", "/v1/send", { ["Authorization"] = "Bearer $KEY", ["Content-Type"] = "application/json" }, body)
 end
 LUA
-echo "== POST /v1/send (1 recipient, durable; delivery runs at the same time), $CONNECTIONS connections, $DURATION"
-wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$DATA/send.lua" "$BASE/v1/send"
-echo "waiting for the queue to drain..."
-drain 0.5
+if [ "${SENDS:-1}" = 1 ]; then
+  echo "== POST /v1/send (1 recipient, durable; delivery runs at the same time), $CONNECTIONS connections, $DURATION"
+  wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$DATA/send.lua" "$BASE/v1/send"
+  echo "waiting for the queue to drain..."
+  drain 0.5
+fi
 
 echo
 echo "== delivery: $MESSAGES campaign messages scheduled together, DKIM-signed, to the sink"

@@ -7,8 +7,18 @@
 //! email by id 3.9-5.6 / 3.9-8.0 µs; 10 mailboxes 6.8-9.9 / 8.1-8.6 µs; a folder page of 50,
 //! newest first, 8.4-8.6 / 12.5-13.9 µs; 50 contacts 26.7-27.3 / 34-45 µs; 100 due queue entries
 //! 14.6-15.6 / 25.7-34.1 µs. Durable writes were within the disk's noise (0.4-4.3 ms either way).
-//! Point reads cost the same; range scans pay about 0.1-0.2 µs per entry for decoding tuple keys
-//! into an owned layout, which is where to look next.
+//! Point reads cost the same; range scans paid about 0.1-0.2 µs per entry, first suspected in
+//! decoding tuple keys into an owned layout.
+//!
+//! Keys now decode in place (no allocation per entry unless a string part holds a NUL). Owned
+//! decoding against in place, two alternating runs each, same load (~4 on 2 cores), medians: 10
+//! mailboxes 8.1-8.6 / 7.7-13.6 µs; folder page of 50 11.6-14.7 / 11.1-15.3 µs; 50 contacts
+//! 29.3-30.6 / 28.6-35.9 µs; 100 due entries 19.0-27.1 / 19.0-21.4 µs: within the noise.
+//! Instructions per call do not move with the load: under `valgrind --tool=callgrind` (this
+//! executable with `--bench --profile-time 2`, inclusive Ir over calls of each `Rtx` method),
+//! 10 mailboxes 76.1k / 73.9k, folder page 120.7k / 113.6k, 50 contacts 310k / 299k, 100 due
+//! entries 158.5k / 144.8k (-3% to -9%). What remains per entry is redb's cursor and page guards,
+//! moving guards through the boxed iterator, checking UTF-8, and the callers' own copies of ids.
 
 use std::hint::black_box;
 use std::path::PathBuf;

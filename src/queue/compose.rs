@@ -37,6 +37,31 @@ pub fn render(
     domain: &crate::store::Domain,
     parts: &[Vec<u8>],
 ) -> Result<Vec<u8>> {
+    let raw = unsigned(app, email, domain, parts)?;
+    sign(app, email, domain, &raw)
+}
+
+/// `render`, signing on the signing threads (`Signers::sign`) rather than where it is awaited:
+/// what delivery calls, since signing is most of the CPU a delivery costs.
+// Called by `queue::attempt_inner` once the merge switches it over from `render`.
+#[allow(dead_code)]
+pub async fn render_pooled(
+    app: &Composer<'_>,
+    email: &Email,
+    domain: &crate::store::Domain,
+    parts: &[Vec<u8>],
+) -> Result<Vec<u8>> {
+    let raw = unsigned(app, email, domain, parts)?;
+    sign_pooled(app, email, domain, raw).await
+}
+
+/// The message of `email` as `render` signs it.
+fn unsigned(
+    app: &Composer<'_>,
+    email: &Email,
+    domain: &crate::store::Domain,
+    parts: &[Vec<u8>],
+) -> Result<Vec<u8>> {
     let (from_name, from) = split_display(&email.summary.from);
     let text = email.text.clone().unwrap_or_default();
     let message_id = email.message_id.as_deref().unwrap_or("").trim_matches(['<', '>']).to_owned();
@@ -89,8 +114,7 @@ pub fn render(
         extra_headers: &extra_headers,
         attachments: &attachments,
     })?;
-    let raw = mark_warmup(email, raw);
-    sign(app, email, domain, &raw)
+    Ok(mark_warmup(email, raw))
 }
 
 /// `raw` signed with the domain's DKIM keys: a rendered message, or one a mail client submitted
@@ -103,6 +127,19 @@ pub fn sign(
 ) -> Result<Vec<u8>> {
     let signer = app.signers.get(domain)?;
     signer.sign(raw).map_err(|e| Error::internal(format!("signing {}: {e}", email.summary.id)))
+}
+
+/// `sign` on the signing threads.
+// Called by `queue::attempt_inner` once the merge switches it over from `sign`.
+#[allow(dead_code)]
+pub async fn sign_pooled(
+    app: &Composer<'_>,
+    email: &Email,
+    domain: &crate::store::Domain,
+    raw: Vec<u8>,
+) -> Result<Vec<u8>> {
+    let signed = app.signers.sign(domain, raw).await;
+    signed.map_err(|e| Error::internal(format!("signing {}: {e}", email.summary.id)))
 }
 
 /// The header that marks warmup mail; its value is the id of the message at the sender.

@@ -7,22 +7,29 @@
 //! go on with, so `("a", "b")` sorts before `("ab", "")`. The last part of a key needs neither: its
 //! bytes run to the end, which is also why a single string key is stored as itself.
 //!
-//! Decoding borrows: a decoded key is read from a "plain" layout (a part's length before its
-//! bytes), which for single-part keys is the encoding itself.
+//! Decoding borrows and, almost always, does not copy: a key whose parts escape no zero byte is
+//! read where it lies (`in_place`); only one that does is unescaped into a "plain" layout (a
+//! part's length before its bytes) and read from there. A range scan thus allocates nothing per
+//! entry for the keys the store writes, whose strings hold no NUL.
 
 use super::super::error::{Error, Result};
 
 /// A key type of a table. `SelfType` is what callers pass and get back (`&str` for `&str`).
 pub trait Key {
     type SelfType<'a>;
-    /// Whether the plain layout of a whole key is its encoding (single-part keys).
-    const PLAIN_IS_ENCODED: bool;
     /// Appends the order-preserving bytes of `value`; `last` when no part follows it.
     fn encode(value: &Self::SelfType<'_>, last: bool, out: &mut Vec<u8>);
+    /// Checks this part at the front of `encoded`; returns what follows it, or `None` when the
+    /// part escapes a zero byte, so that the key must be read from its plain layout instead.
+    fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>>;
+    /// Reads this part off the front of an encoding `check_in_place` accepted whole; returns it
+    /// and what follows it.
+    fn in_place<'a>(encoded: &'a [u8], last: bool) -> (Self::SelfType<'a>, &'a [u8]);
     /// Reads this part off the front of `encoded`, appending its plain layout to `plain`;
     /// returns what follows it.
     fn to_plain<'e>(encoded: &'e [u8], last: bool, plain: &mut Vec<u8>) -> Result<&'e [u8]>;
-    /// Checks that `encoded` is a whole key of this type whose plain layout is itself.
+    /// Checks that `encoded` is a whole single-part key of this type (whose plain layout is
+    /// itself).
     fn check_plain(encoded: &[u8]) -> Result<()>;
     /// Reads this part off the front of `plain`; returns it and what follows it.
     fn from_plain<'a>(plain: &'a [u8], last: bool) -> (Self::SelfType<'a>, &'a [u8]);
@@ -99,12 +106,43 @@ fn bytes_from_plain(plain: &[u8], last: bool) -> (&[u8], &[u8]) {
     (&body[..len], &body[len..])
 }
 
+/// Where a byte-string part ends in `encoded` and where what follows it starts, or `None` when
+/// the part escapes a zero byte.
+fn unescaped_end(encoded: &[u8], last: bool) -> Result<Option<(usize, usize)>> {
+    if last {
+        return Ok(Some((encoded.len(), encoded.len())));
+    }
+    let at = encoded.iter().position(|&b| b == 0).ok_or_else(|| corrupt("unterminated part"))?;
+    match encoded.get(at + 1) {
+        Some(0x01) => Ok(Some((at, at + 2))),
+        Some(0xFF) => Ok(None),
+        _ => Err(corrupt("bad escape")),
+    }
+}
+
+/// Splits an unescaped byte-string part off the front of `encoded`.
+fn bytes_in_place(encoded: &[u8], last: bool) -> (&[u8], &[u8]) {
+    if last {
+        return (encoded, &[]);
+    }
+    // `unescaped_end` found this part's end (a zero, then its terminator) when the key was read.
+    let at = encoded.iter().position(|&b| b == 0).unwrap_or(encoded.len());
+    (&encoded[..at], encoded.get(at + 2..).unwrap_or(&[]))
+}
+
 impl Key for &[u8] {
     type SelfType<'a> = &'a [u8];
-    const PLAIN_IS_ENCODED: bool = true;
 
     fn encode(value: &&[u8], last: bool, out: &mut Vec<u8>) {
         encode_bytes(value, last, out);
+    }
+
+    fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>> {
+        Ok(unescaped_end(encoded, last)?.map(|(_, next)| &encoded[next..]))
+    }
+
+    fn in_place(encoded: &[u8], last: bool) -> (&[u8], &[u8]) {
+        bytes_in_place(encoded, last)
     }
 
     fn to_plain<'e>(encoded: &'e [u8], last: bool, plain: &mut Vec<u8>) -> Result<&'e [u8]> {
@@ -122,10 +160,21 @@ impl Key for &[u8] {
 
 impl Key for &str {
     type SelfType<'a> = &'a str;
-    const PLAIN_IS_ENCODED: bool = true;
 
     fn encode(value: &&str, last: bool, out: &mut Vec<u8>) {
         encode_bytes(value.as_bytes(), last, out);
+    }
+
+    fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>> {
+        let Some((end, next)) = unescaped_end(encoded, last)? else { return Ok(None) };
+        Self::check_plain(&encoded[..end])?;
+        Ok(Some(&encoded[next..]))
+    }
+
+    fn in_place(encoded: &[u8], last: bool) -> (&str, &[u8]) {
+        let (text, rest) = bytes_in_place(encoded, last);
+        // Checked by `check_in_place` when the key was read.
+        (std::str::from_utf8(text).unwrap_or_default(), rest)
     }
 
     fn to_plain<'e>(encoded: &'e [u8], last: bool, plain: &mut Vec<u8>) -> Result<&'e [u8]> {
@@ -151,10 +200,18 @@ macro_rules! integer_key {
     ($($t:ty),*) => {$(
         impl Key for $t {
             type SelfType<'a> = $t;
-            const PLAIN_IS_ENCODED: bool = true;
 
             fn encode(value: &$t, _: bool, out: &mut Vec<u8>) {
                 out.extend_from_slice(&value.to_be_bytes());
+            }
+
+            fn check_in_place(encoded: &[u8], _: bool) -> Result<Option<&[u8]>> {
+                const N: usize = size_of::<$t>();
+                encoded.get(N..).map(Some).ok_or_else(|| corrupt("short integer"))
+            }
+
+            fn in_place(encoded: &[u8], last: bool) -> ($t, &[u8]) {
+                Self::from_plain(encoded, last)
             }
 
             fn to_plain<'e>(encoded: &'e [u8], _: bool, plain: &mut Vec<u8>) -> Result<&'e [u8]> {
@@ -186,12 +243,24 @@ macro_rules! tuple_key {
     ($($name:ident $v:ident),+; $lname:ident $lv:ident) => {
         impl<$($name: Key,)+ $lname: Key> Key for ($($name,)+ $lname) {
             type SelfType<'a> = ($($name::SelfType<'a>,)+ $lname::SelfType<'a>);
-            const PLAIN_IS_ENCODED: bool = false;
 
             fn encode(value: &Self::SelfType<'_>, last: bool, out: &mut Vec<u8>) {
                 let ($($v,)+ $lv) = value;
                 $($name::encode($v, false, out);)+
                 $lname::encode($lv, last, out);
+            }
+
+            fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>> {
+                let rest = encoded;
+                $(let Some(rest) = $name::check_in_place(rest, false)? else { return Ok(None) };)+
+                $lname::check_in_place(rest, last)
+            }
+
+            fn in_place<'a>(encoded: &'a [u8], last: bool) -> (Self::SelfType<'a>, &'a [u8]) {
+                let rest = encoded;
+                $(let ($v, rest) = $name::in_place(rest, false);)+
+                let ($lv, rest) = $lname::in_place(rest, last);
+                (($($v,)+ $lv), rest)
             }
 
             fn to_plain<'e>(encoded: &'e [u8], last: bool, plain: &mut Vec<u8>) -> Result<&'e [u8]> {
@@ -217,3 +286,42 @@ macro_rules! tuple_key {
 tuple_key!(A a; B b);
 tuple_key!(A a, B b; C c);
 tuple_key!(A a, B b, C c; D d);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type K3<'a> = (&'a str, u64, &'a str);
+
+    #[test]
+    fn in_place_reads_what_was_encoded_unless_a_part_escapes_a_zero() {
+        for d in ["", "a", "a\0", "é\0\0z", "\u{10FFFF}"] {
+            for n in [0u64, 1, u64::MAX] {
+                for id in ["", "x", "x\0y"] {
+                    let encoded = encode_key::<K3<'_>>(&(d, n, id));
+                    let checked = <K3<'_>>::check_in_place(&encoded, true);
+                    let checked = checked.unwrap_or_else(|e| panic!("{d:?}: {e}"));
+                    if d.contains('\0') {
+                        assert!(checked.is_none(), "{d:?} escapes a zero: read from plain");
+                        continue;
+                    }
+                    assert_eq!(checked, Some(&[][..]), "{d:?} is read whole, in place");
+                    assert_eq!(<K3<'_>>::in_place(&encoded, true).0, (d, n, id));
+                }
+            }
+        }
+        let bytes = encode_key::<(u32, &[u8])>(&(7, b"\0\xFF"));
+        assert_eq!(<(u32, &[u8])>::check_in_place(&bytes, true).ok(), Some(Some(&[][..])));
+        assert_eq!(<(u32, &[u8])>::in_place(&bytes, true).0, (7, &b"\0\xFF"[..]));
+    }
+
+    #[test]
+    fn a_damaged_key_checked_in_place_is_an_error() {
+        type S2<'a> = (&'a str, &'a str);
+        assert!(<S2<'_>>::check_in_place(b"abc", true).is_err(), "unterminated");
+        assert!(<S2<'_>>::check_in_place(b"a\0\x05b", true).is_err(), "bad escape");
+        assert!(<S2<'_>>::check_in_place(b"\xFF\0\x01b", true).is_err(), "not UTF-8");
+        assert!(<S2<'_>>::check_in_place(b"a\0\x01\xFF", true).is_err(), "last not UTF-8");
+        assert!(<(&str, u64)>::check_in_place(b"a\0\x01\0\0", true).is_err(), "short integer");
+    }
+}

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
 use super::super::error::Result;
-use super::key::{Key, encode_key};
+use super::key::{Key, corrupt, encode_key};
 use super::value::Value;
 use super::{Bytes, Direction, Entries, ReadTable, ReadTxn, WriteTable, WriteTxn};
 
@@ -51,27 +51,37 @@ impl<'a, V: Value> AccessGuard<'a, V> {
     }
 }
 
-/// A stored key, decoded.
+/// A stored key, decoded: read where it lies, or from its plain layout when a part of it
+/// escapes a zero byte (rare: the store's strings hold no NUL).
 pub struct KeyGuard<'a, K> {
-    plain: Bytes<'a>,
+    bytes: Bytes<'a>,
+    /// Whether `bytes` is the key's plain layout rather than its encoding.
+    plain: bool,
     types: PhantomData<fn() -> K>,
 }
 
 impl<'a, K: Key> KeyGuard<'a, K> {
     fn new(encoded: Bytes<'a>) -> Result<Self> {
-        let plain = if K::PLAIN_IS_ENCODED {
-            K::check_plain(&encoded)?;
-            encoded
-        } else {
-            let mut plain = Vec::with_capacity(encoded.len() + 8);
-            K::to_plain(&encoded, true, &mut plain)?;
-            Bytes::Owned(plain)
+        let (bytes, plain) = match K::check_in_place(&encoded, true)? {
+            Some([]) => (encoded, false),
+            Some(_) => return Err(corrupt("bytes after the key")),
+            None => {
+                let mut plain = Vec::with_capacity(encoded.len() + 8);
+                if !K::to_plain(&encoded, true, &mut plain)?.is_empty() {
+                    return Err(corrupt("bytes after the key"));
+                }
+                (Bytes::Owned(plain), true)
+            }
         };
-        Ok(KeyGuard { plain, types: PhantomData })
+        Ok(KeyGuard { bytes, plain, types: PhantomData })
     }
 
     pub fn value(&self) -> K::SelfType<'_> {
-        K::from_plain(&self.plain, true).0
+        if self.plain {
+            K::from_plain(&self.bytes, true).0
+        } else {
+            K::in_place(&self.bytes, true).0
+        }
     }
 }
 
@@ -265,5 +275,36 @@ impl dyn ReadTxn + '_ {
         definition: TableDefinition<'_, K, V>,
     ) -> Result<ReadOnlyTable<'_, K, V>> {
         Ok(ReadOnlyTable { raw: self.table(definition.name())?, types: PhantomData })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type K2<'a> = (&'a str, u64);
+
+    fn guard(encoded: Vec<u8>) -> Result<KeyGuard<'static, K2<'static>>> {
+        KeyGuard::new(Bytes::Owned(encoded))
+    }
+
+    #[test]
+    fn a_key_without_escapes_is_read_where_it_lies() -> Result<()> {
+        let key = guard(encode_key::<K2<'_>>(&("user@example.com", 42)))?;
+        assert!(!key.plain, "no copy for a key whose parts hold no zero byte");
+        assert_eq!(key.value(), ("user@example.com", 42));
+        let key = guard(encode_key::<K2<'_>>(&("a\0b", 42)))?;
+        assert!(key.plain, "a part that escapes a zero is unescaped into a copy");
+        assert_eq!(key.value(), ("a\0b", 42));
+        Ok(())
+    }
+
+    #[test]
+    fn bytes_after_a_key_are_an_error() {
+        for name in ["a", "a\0b"] {
+            let mut encoded = encode_key::<K2<'_>>(&(name, 42));
+            encoded.push(0);
+            assert!(guard(encoded).is_err(), "{name:?}");
+        }
     }
 }

@@ -44,7 +44,6 @@ pub fn render(
 /// `render`, signing on the signing threads (`Signers::sign`) rather than where it is awaited:
 /// what delivery calls, since signing is most of the CPU a delivery costs.
 // Called by `queue::attempt_inner` once the merge switches it over from `render`.
-#[allow(dead_code)]
 pub async fn render_pooled(
     app: &Composer<'_>,
     email: &Email,
@@ -131,7 +130,6 @@ pub fn sign(
 
 /// `sign` on the signing threads.
 // Called by `queue::attempt_inner` once the merge switches it over from `sign`.
-#[allow(dead_code)]
 pub async fn sign_pooled(
     app: &Composer<'_>,
     email: &Email,

@@ -257,8 +257,8 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     }
     let composer = app.composer();
     let message = match submitted {
-        Some(raw) => compose::sign(&composer, &email, &domain, &raw),
-        None => compose::render(&composer, &email, &domain, &parts),
+        Some(raw) => compose::sign_pooled(&composer, &email, &domain, raw).await,
+        None => compose::render_pooled(&composer, &email, &domain, &parts).await,
     }
     .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
     let (pending, handed) = match app.queue.local.get() {

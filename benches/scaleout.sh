@@ -39,9 +39,15 @@ cleanup() {
   rm -rf $DIRS "$PG_ROOT"
 }
 trap cleanup EXIT
+# STATEMENTS=1: also list each run's most frequent statements (pg_stat_statements; a diagnosis
+# that costs a little throughput).
+PG_EXTRA=""
+if [ "${STATEMENTS:-0}" = 1 ]; then
+  PG_EXTRA="-c shared_preload_libraries=pg_stat_statements -c log_parameter_max_length_on_error=48"
+fi
 "${AS[@]}" "$PG_BIN/initdb" -A trust -U postgres -D "$PG_ROOT/data" >/dev/null
 "${AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_ROOT/data" -l "$PG_ROOT/log" -w \
-  -o "-p $PG_PORT -k $PG_ROOT -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+  -o "-p $PG_PORT -k $PG_ROOT -c listen_addresses=127.0.0.1 -c max_connections=200 $PG_EXTRA" start >/dev/null
 "${AS[@]}" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -Atc \
   "select 'postgres ' || current_setting('server_version') || ', fsync=' || current_setting('fsync') || ', synchronous_commit=' || current_setting('synchronous_commit')"
 
@@ -49,10 +55,20 @@ DNS_PORT=5397; SINK_PORT=2597
 start_mx_dns $DNS_PORT
 start_sink $SINK_PORT
 
+psql_in() { "${AS[@]}" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$1" -Atc "$2"; }
+
 # A fresh database on the cluster; prints its URL.
 database() {
   "${AS[@]}" "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "$1"
+  [ "${STATEMENTS:-0}" != 1 ] || psql_in "$1" "create extension pg_stat_statements" >/dev/null
   echo "postgres://postgres@127.0.0.1:$PG_PORT/$1"
+}
+
+# What database $1 did, per request wrk completed ($2): transactions committed and rolled back
+# (read snapshots end in a rollback too) and rows written.
+pg_work() {
+  psql_in "$1" "select format('PostgreSQL, database %s: %s commits, %s rollbacks, %s rows written; per request: %s commits, %s rows', datname, xact_commit, xact_rollback, tup_inserted + tup_updated + tup_deleted, round(xact_commit::numeric / greatest($2, 1), 2), round((tup_inserted + tup_updated + tup_deleted)::numeric / greatest($2, 1), 1)) from pg_stat_database where datname = '$1'"
+  [ "${STATEMENTS:-0}" != 1 ] || psql_in "$1" "select format('%10s calls %8s ms  %s', calls, round(total_exec_time), left(regexp_replace(query, '\s+', ' ', 'g'), 90)) from pg_stat_statements where dbid = (select oid from pg_database where datname = '$1') order by calls desc limit 12"
 }
 
 # A node's data directory (for its admin socket and log); on PostgreSQL the data is in $1.
@@ -105,6 +121,7 @@ LUA
 load() {
   wrk -t"$1" -c"$2" -d"$DURATION" --latency -s "$4" "http://$3/v1/send" > "$5"
 }
+requests() { awk '/requests in/ { print $1 }' "$1"; }
 rate() { awk '/^Requests\/sec:/ { printf "%d", $2 }' "$1"; }
 p99() { awk '$1 == "99%" { print $2 }' "$1"; }
 errors() { awk '/Non-2xx or 3xx responses:/ { n = $5 } /Socket errors:/ { n += $4 + $6 + $8 + $10 } END { print n + 0 }' "$1"; }
@@ -138,6 +155,7 @@ load 2 "$CONNECTIONS" "$HTTP" "$(script b)" "$DIR1/wrk-b.txt"
 cat "$DIR1/wrk-b.txt"
 row "(b) one node, PostgreSQL" "$(rate "$DIR1/wrk-b.txt")" "$(p99 "$DIR1/wrk-b.txt")" "$(errors "$DIR1/wrk-b.txt")" "$LOAD"
 stop_nodes "$SERVER"
+pg_work one "$(requests "$DIR1/wrk-b.txt")"
 
 echo "== (c) two nodes, one PostgreSQL, one wrk each (half the connections each)"
 URL=$(database two)
@@ -163,6 +181,11 @@ E=$(( $(errors "$DIR1/wrk-c.txt") + $(errors "$DIR2/wrk-c.txt") ))
 row "(c) two nodes, one PostgreSQL" "$(( R1 + R2 ))" "$(p99 "$DIR1/wrk-c.txt") / $(p99 "$DIR2/wrk-c.txt")" "$E" "$LOAD"
 RETRIES=$(curl -sf "http://$HTTP1/metrics" "http://$HTTP2/metrics" | awk '/^edgemail_store_retries_total/ { n += $2 } END { print n + 0 }')
 stop_nodes "$SERVER1 $SERVER2"
+pg_work two "$(( $(requests "$DIR1/wrk-c.txt") + $(requests "$DIR2/wrk-c.txt") ))"
+if [ "${STATEMENTS:-0}" = 1 ]; then
+  echo "statements PostgreSQL refused (serialization failures, deadlocks), by edgemail table:"
+  grep -o "parameters: \$1 = '[^']*'" "$PG_ROOT/log" | sort | uniq -c | sort -rn | head -n 12 || true
+fi
 
 echo
 echo "$(nproc) cores, $(date -u +%F), $DURATION per run, $CONNECTIONS connections in all, $(git rev-parse --short HEAD 2>/dev/null || echo '?')"

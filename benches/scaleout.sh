@@ -71,12 +71,13 @@ pg_work() {
   [ "${STATEMENTS:-0}" != 1 ] || psql_in "$1" "select format('%10s calls %8s ms  %s', calls, round(total_exec_time), left(regexp_replace(query, '\s+', ' ', 'g'), 90)) from pg_stat_statements where dbid = (select oid from pg_database where datname = '$1') order by calls desc limit 12"
 }
 
-# A node's data directory (for its admin socket and log); on PostgreSQL the data is in $1.
+# A new data directory for a node on PostgreSQL (its admin socket, log and wrk output; the data
+# is in the database), in the variable named $1; removed on exit.
 node_dir() {
   local dir
   dir=$(mktemp -d /tmp/edgemail-scaleout-node.XXXXXX)
   DIRS="$DIRS $dir"
-  echo "$dir"
+  printf -v "$1" '%s' "$dir"
 }
 
 # Domain bench.example, mailbox news and a key in the store of the data directory $1 (and URL $2
@@ -146,7 +147,7 @@ stop_nodes "$SERVER"
 
 echo "== (b) one node, PostgreSQL"
 URL=$(database one)
-DIR1=$(node_dir)
+node_dir DIR1
 seed "$DIR1" "$URL"
 node "$DIR1" --store "$URL" --node n1
 mailbox "$HTTP"
@@ -159,7 +160,7 @@ pg_work one "$(requests "$DIR1/wrk-b.txt")"
 
 echo "== (c) two nodes, one PostgreSQL, one wrk each (half the connections each)"
 URL=$(database two)
-DIR1=$(node_dir); DIR2=$(node_dir)
+node_dir DIR1; node_dir DIR2
 seed "$DIR1" "$URL"
 node "$DIR1" --store "$URL" --node n1
 HTTP1=$HTTP; SERVER1=$SERVER
@@ -192,4 +193,5 @@ echo "$(nproc) cores, $(date -u +%F), $DURATION per run, $CONNECTIONS connection
 printf '| %-36s | %9s | %-22s | %6s | %-5s |\n' "Run" "sends/s" "p99" "errors" "load"
 printf '| %-36s | %9s | %-22s | %6s | %-5s |\n' "---" "---" "---" "---" "---"
 printf '%s\n' "${ROWS[@]}"
+echo "errors: non-2xx answers and wrk's socket errors (a timeout is an answer later than 2 s)"
 echo "PostgreSQL serialization retries during (c), both nodes: $RETRIES"

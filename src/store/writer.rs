@@ -109,17 +109,28 @@ enum Msg {
 
 pub(super) struct Writer {
     tx: mpsc::Sender<Msg>,
-    thread: std::sync::Mutex<Option<JoinHandle<()>>>,
+    threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
 }
+
+/// Writer threads on a PostgreSQL store: its transactions run side by side (redb has one
+/// writer, and one thread batching for it is the fastest there).
+const SHARED_WRITERS: usize = 4;
 
 impl Writer {
     pub(super) fn start(file: Arc<File>, probe: Probe) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<Msg>();
-        let thread = std::thread::Builder::new()
-            .name("store-writer".into())
-            .spawn(move || run_writer(&file, probe, rx))
-            .map_err(|e| Error::io("cannot start the store writer thread", e))?;
-        Ok(Writer { tx, thread: std::sync::Mutex::new(Some(thread)) })
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        let count = if file.is_shared() { SHARED_WRITERS } else { 1 };
+        let mut threads = Vec::with_capacity(count);
+        for n in 0..count {
+            let (file, rx) = (file.clone(), rx.clone());
+            let thread = std::thread::Builder::new()
+                .name(format!("store-writer-{n}"))
+                .spawn(move || run_writer(&file, probe, &rx))
+                .map_err(|e| Error::io("cannot start the store writer thread", e))?;
+            threads.push(thread);
+        }
+        Ok(Writer { tx, threads: std::sync::Mutex::new(threads) })
     }
 
     /// Queues `work`; the receiver yields its result once it is durable.
@@ -146,12 +157,15 @@ impl Writer {
     /// Lets the thread commit what it holds, stops it and waits for it. Later writes are
     /// refused with 503.
     pub(super) fn close(&self) {
-        let _ = self.tx.send(Msg::Stop);
-        let thread = match self.thread.lock() {
-            Ok(mut slot) => slot.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
+        let threads = match self.threads.lock() {
+            Ok(mut slot) => std::mem::take(&mut *slot),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
         };
-        if let Some(thread) = thread {
+        // One stop for each thread: each takes one and ends after committing what it holds.
+        for _ in &threads {
+            let _ = self.tx.send(Msg::Stop);
+        }
+        for thread in threads {
             let _ = thread.join();
         }
     }
@@ -163,7 +177,7 @@ impl Drop for Writer {
     }
 }
 
-fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
+fn run_writer(file: &File, probe: Probe, rx: &std::sync::Mutex<mpsc::Receiver<Msg>>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut stopping = false;
     let mut next_probe = Instant::now();
@@ -174,6 +188,8 @@ fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
         {
             work(&db);
         }
+        // Several threads share the queue on a shared store: one at a time takes a batch.
+        let rx = rx.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let first = if file.writable() {
             rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
         } else {
@@ -199,6 +215,7 @@ fn run_writer(file: &File, probe: Probe, rx: mpsc::Receiver<Msg>) {
                 Err(_) => break,
             }
         }
+        drop(rx);
         if !file.writable() && Instant::now() >= next_probe {
             try_probe(file, probe);
             next_probe = Instant::now() + PROBE_EVERY;

@@ -51,6 +51,9 @@ fn data_file_len(w: &MailWorld) -> u64 {
 
 #[test]
 fn a_20mib_message_to_five_mailboxes_is_stored_and_held_about_once() {
+    if crate::harness::on_postgres() {
+        return; // it measures the data file's growth
+    }
     let w = MailWorld::start();
     for local in &MAILBOXES[1..] {
         w.api().post("/v1/mailboxes", json!({"address": local})).expect(201);

@@ -43,10 +43,10 @@ pub fn share_store(dir: &Path, url: &str) {
     STORES.lock().unwrap_or_else(|p| p.into_inner()).push((dir.to_owned(), url.to_owned()));
 }
 
-/// Whether the whole suite runs on PostgreSQL (`EDGEMAIL_TEST_STORE=postgres`): every data
+/// Whether the whole suite runs on PostgreSQL (`IT_STORE=postgres`): every data
 /// directory then gets a database of its own in a throwaway cluster.
 pub fn on_postgres() -> bool {
-    std::env::var("EDGEMAIL_TEST_STORE").is_ok_and(|v| v == "postgres")
+    std::env::var("IT_STORE").is_ok_and(|v| v == "postgres")
 }
 
 /// The database the server on `dir` uses, when it uses one.
@@ -254,7 +254,14 @@ fn wait_ready(log: &Path) -> (SocketAddr, SocketAddr) {
 
 /// Runs the CLI with `args`; returns (success, stdout, stderr).
 pub fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN).args(args).env_remove("RUST_LOG").output().expect("run edgemail");
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_remove("RUST_LOG");
+    // A command on a data directory reaches the store its server uses.
+    let data = args.iter().position(|a| *a == "--data").and_then(|at| args.get(at + 1));
+    if let Some(url) = data.and_then(|d| store_url(Path::new(d))) {
+        cmd.args(["--store", &url]);
+    }
+    let out = cmd.output().expect("run edgemail");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -64,7 +64,19 @@ fn wait<F: std::future::Future>(future: F) -> F::Output {
 /// A PostgreSQL database holding the store.
 pub struct Postgres {
     pool: Pool,
-    runtime: tokio::runtime::Runtime,
+    /// Where the connections' tasks run; `None` once dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // The store may be dropped on an async thread, where waiting for a runtime's threads
+        // is refused: let them end on their own.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl Postgres {
@@ -89,7 +101,8 @@ impl Postgres {
             .max_size(connections.max(2))
             .build()
             .map_err(|e| Error::internal(format!("PostgreSQL pool: {e}")))?;
-        let db = Postgres { pool, runtime };
+        let handle = runtime.handle().clone();
+        let db = Postgres { pool, runtime: Some(runtime), handle };
         let client = db.client()?;
         wait(client.batch_execute(SCHEMA))?;
         Ok(db)
@@ -99,7 +112,7 @@ impl Postgres {
     /// connection task then lives.
     fn client(&self) -> Result<Object> {
         let pool = self.pool.clone();
-        let got = wait(self.runtime.spawn(async move { pool.get().await }))
+        let got = wait(self.handle.spawn(async move { pool.get().await }))
             .map_err(|e| Error::internal(format!("PostgreSQL connect task: {e}")))?;
         got.map_err(pool_error)
     }
@@ -107,11 +120,7 @@ impl Postgres {
     fn begin(&self, sql: &'static str) -> Result<Txn> {
         let client = self.client()?;
         wait(client.batch_execute(sql))?;
-        Ok(Txn {
-            client: Some(client),
-            handle: self.runtime.handle().clone(),
-            failed: Mutex::new(None),
-        })
+        Ok(Txn { client: Some(client), handle: self.handle.clone(), failed: Mutex::new(None) })
     }
 }
 

@@ -2,6 +2,7 @@
 //! command-line flags; the later wins. Every key is known by name, so a typo is an error, and all
 //! problems are reported together rather than one per start attempt.
 
+mod cluster;
 mod keys;
 mod mta_sts;
 mod parse;
@@ -9,6 +10,7 @@ mod shaping;
 #[cfg(test)]
 mod tests;
 
+pub use cluster::Cluster;
 use keys::{KEYS, Setter};
 pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
@@ -42,38 +44,6 @@ pub struct Config {
     pub metrics: Metrics,
     /// `testing.clock_offset`: how far the server's clock runs ahead (a testing aid).
     pub clock_offset: Duration,
-}
-
-#[derive(Debug, Clone)]
-pub struct Cluster {
-    /// `store.url`: a PostgreSQL database (`postgres://...`) to keep the data in instead of the
-    /// file in the data directory, so that several nodes can share it.
-    pub store_url: Option<String>,
-    /// `store.connections`: connections to that database, at most.
-    pub connections: usize,
-    /// `cluster.node`: this node's name among those sharing the store (default: the host name).
-    pub node: String,
-    /// `cluster.lease`: how long a node's claims outlive it: a node that stops renewing them
-    /// (it died) holds its work this long before another node takes it over.
-    pub lease: Duration,
-}
-
-impl Default for Cluster {
-    fn default() -> Self {
-        Cluster {
-            store_url: None,
-            connections: 16,
-            node: host_name(),
-            lease: Duration::from_secs(60),
-        }
-    }
-}
-
-/// The machine's host name, the default node name.
-fn host_name() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let name = name.trim();
-    if name.is_empty() { "node".to_owned() } else { name.to_owned() }
 }
 
 #[derive(Debug, Clone, Default)]

@@ -38,6 +38,7 @@
 //! - `raw`          raw messages, stored once for all their copies
 //! - `domains`      hosted domains and their DKIM keys
 //! - `status`       the states of messages, recipients and enrollments
+//! - `scan`         reads and removals over a domain's slice of a table
 //! - `tables`       every table and its key layout
 //! - `writer`       the group-commit thread, and the probe of a degraded store
 //! - `file`         the open database file, reopened after a disk fault, and whether it takes writes
@@ -71,6 +72,7 @@ mod queue;
 mod raw;
 mod removal;
 mod reports;
+mod scan;
 mod secrets;
 mod sequence_mail;
 mod sequences;
@@ -88,6 +90,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kv::{Backend, Key, ReadTxn, ReadableTable, TableDefinition, Value, WriteTxn};
+use scan::{drain_domain, get_json, scan_domain, scan_index};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -364,30 +367,6 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     Ok(serde_json::from_slice(bytes)?)
 }
 
-/// The JSON values of `table` named by the `(domain, id)` keys of `index`, in index order,
-/// through either transaction.
-fn scan_index<T: DeserializeOwned>(
-    tx: &impl Tables,
-    index: TableDefinition<'_, (&'static str, &'static str), ()>,
-    table: TableDefinition<'_, &'static str, &'static [u8]>,
-    domain: &str,
-) -> Result<Vec<T>> {
-    let index = tx.table(index)?;
-    let table = tx.table(table)?;
-    let mut out = Vec::new();
-    for entry in index.range((domain, "")..)? {
-        let (key, _) = entry?;
-        let (d, id) = key.value();
-        if d != domain {
-            break;
-        }
-        if let Some(v) = table.get(id)? {
-            out.push(decode(v.value())?);
-        }
-    }
-    Ok(out)
-}
-
 /// Reading tables through either transaction wrapper, so a lookup that both reads and writes need
 /// is written once, as a function of `&impl Tables`, behind a thin method on each wrapper.
 pub(super) trait Tables {
@@ -413,58 +392,6 @@ impl Tables for Rtx {
     ) -> Result<impl ReadableTable<K, V> + '_> {
         self.tx.open_table(definition)
     }
-}
-
-/// The JSON value stored under `key`.
-fn get_json<'k, K, T>(
-    tx: &impl Tables,
-    definition: TableDefinition<'_, K, &'static [u8]>,
-    key: impl std::borrow::Borrow<K::SelfType<'k>>,
-) -> Result<Option<T>>
-where
-    K: Key + 'static,
-    T: DeserializeOwned,
-{
-    let table = tx.table(definition)?;
-    let found = table.get(key)?;
-    found.map(|v| decode(v.value())).transpose()
-}
-
-/// Removes every entry of a (domain, _) keyed table; returns how many.
-fn drain_domain<V: Value + 'static>(
-    table: &mut kv::Table<'_, (&'static str, &'static str), V>,
-    domain: &str,
-) -> Result<usize> {
-    let mut keys = Vec::new();
-    for entry in table.range((domain, "")..)? {
-        let (key, _) = entry?;
-        let (d, k) = key.value();
-        if d != domain {
-            break;
-        }
-        keys.push(k.to_owned());
-    }
-    for key in &keys {
-        table.remove((domain, key.as_str()))?;
-    }
-    Ok(keys.len())
-}
-
-/// Every JSON value of `table` whose tuple key starts with `domain`, in key order.
-fn scan_domain<T, Tb>(table: &Tb, domain: &str) -> Result<Vec<T>>
-where
-    T: DeserializeOwned,
-    Tb: ReadableTable<(&'static str, &'static str), &'static [u8]>,
-{
-    let mut out = Vec::new();
-    for entry in table.range((domain, "")..)? {
-        let (key, value) = entry?;
-        if key.value().0 != domain {
-            break;
-        }
-        out.push(decode(value.value())?);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

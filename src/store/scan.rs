@@ -1,0 +1,83 @@
+//! Reads and removals over a domain's slice of a table, shared by the entity modules.
+
+use serde::de::DeserializeOwned;
+
+use super::error::Result;
+use super::kv::{self, Key, ReadableTable, TableDefinition, Value};
+use super::{Tables, decode};
+
+/// The JSON values of `table` named by the `(domain, id)` keys of `index`, in index order,
+/// through either transaction.
+pub(super) fn scan_index<T: DeserializeOwned>(
+    tx: &impl Tables,
+    index: TableDefinition<'_, (&'static str, &'static str), ()>,
+    table: TableDefinition<'_, &'static str, &'static [u8]>,
+    domain: &str,
+) -> Result<Vec<T>> {
+    let index = tx.table(index)?;
+    let table = tx.table(table)?;
+    let mut out = Vec::new();
+    for entry in index.range((domain, "")..)? {
+        let (key, _) = entry?;
+        let (d, id) = key.value();
+        if d != domain {
+            break;
+        }
+        if let Some(v) = table.get(id)? {
+            out.push(decode(v.value())?);
+        }
+    }
+    Ok(out)
+}
+
+/// The JSON value stored under `key`.
+pub(super) fn get_json<'k, K, T>(
+    tx: &impl Tables,
+    definition: TableDefinition<'_, K, &'static [u8]>,
+    key: impl std::borrow::Borrow<K::SelfType<'k>>,
+) -> Result<Option<T>>
+where
+    K: Key + 'static,
+    T: DeserializeOwned,
+{
+    let table = tx.table(definition)?;
+    let found = table.get(key)?;
+    found.map(|v| decode(v.value())).transpose()
+}
+
+/// Removes every entry of a (domain, _) keyed table; returns how many.
+pub(super) fn drain_domain<V: Value + 'static>(
+    table: &mut kv::Table<'_, (&'static str, &'static str), V>,
+    domain: &str,
+) -> Result<usize> {
+    let mut keys = Vec::new();
+    for entry in table.range((domain, "")..)? {
+        let (key, _) = entry?;
+        let (d, k) = key.value();
+        if d != domain {
+            break;
+        }
+        keys.push(k.to_owned());
+    }
+    for key in &keys {
+        table.remove((domain, key.as_str()))?;
+    }
+    Ok(keys.len())
+}
+
+/// Every JSON value of `table` whose tuple key starts with `domain`, in key order.
+pub(super) fn scan_domain<T, Tb>(table: &Tb, domain: &str) -> Result<Vec<T>>
+where
+    T: DeserializeOwned,
+    Tb: ReadableTable<(&'static str, &'static str), &'static [u8]>,
+{
+    let mut out = Vec::new();
+    for entry in table.range((domain, "")..)? {
+        let (key, value) = entry?;
+        if key.value().0 != domain {
+            break;
+        }
+        out.push(decode(value.value())?);
+    }
+    Ok(out)
+}

@@ -60,6 +60,13 @@ impl Node {
         if self.shared { wait.min(SCAN_POLL) } else { wait }
     }
 
+    /// How long (ms) this node's heartbeat must still run for it to take on a message: half a
+    /// lease, while a node that renews on time always has three quarters left. An attempt that
+    /// outlasts the margin may be delivered again by another node (README, Scale-out).
+    pub fn claim_margin(&self) -> u64 {
+        self.lease_ms() / 2
+    }
+
     fn lease_ms(&self) -> u64 {
         self.lease.as_millis() as u64
     }

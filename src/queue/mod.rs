@@ -376,7 +376,8 @@ const ELSEWHERE: Duration = Duration::from_secs(1);
 /// Claims a due message for this node; false when it is gone or another live node has it.
 async fn claim(app: &Deps, due: u64, id: &str) -> Result<bool> {
     let (node, owned) = (app.node.name().to_owned(), id.to_owned());
-    let mine = app.store.write(move |w| w.claim(due, &owned, &node, now_ms())).await?;
+    let margin = app.node.claim_margin();
+    let mine = app.store.write(move |w| w.claim(due, &owned, &node, now_ms(), margin)).await?;
     if !mine {
         let again = std::time::Instant::now() + ELSEWHERE;
         lock(&app.queue.elsewhere).insert(id.to_owned(), again);

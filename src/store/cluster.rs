@@ -51,10 +51,12 @@ impl Wtx<'_> {
     }
 
     /// Claims the queue entry `(due, id)` for `node`, unless it is gone or another live node
-    /// holds it. A node claims only while its own heartbeat is current: one that could not renew
-    /// it may already be counted dead by the others.
-    pub fn claim(&mut self, due: u64, id: &str, node: &str, now: u64) -> Result<bool> {
-        if self.tx.open_table(QUEUE)?.get((due, id))?.is_none() || !alive(self, node, now)? {
+    /// holds it. A node claims only while its own heartbeat has `margin` ms to run: one whose
+    /// renewals fall behind could be counted dead by the others while its attempt is still on
+    /// the wire, and the message delivered twice.
+    pub fn claim(&mut self, due: u64, id: &str, node: &str, now: u64, margin: u64) -> Result<bool> {
+        let queued = self.tx.open_table(QUEUE)?.get((due, id))?.is_some();
+        if !queued || !alive(self, node, now.saturating_add(margin))? {
             return Ok(false);
         }
         let mut claims = self.tx.open_table(CLAIMS)?;

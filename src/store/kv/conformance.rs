@@ -177,9 +177,48 @@ pub fn rollback<B: Backend>(backend: &B) {
     });
 }
 
+fn seen(u: &impl ReadableTable<&'static str, u64>) -> Result<Vec<(String, u64)>> {
+    u.iter()?.map(|e| e.map(|(k, v)| (k.value().to_owned(), v.value()))).collect()
+}
+
+/// A transaction's own writes, mixed with what was committed before, are what its point reads,
+/// ranges and counts see, and what it commits (a backend may hold writes back until then).
+pub fn own_writes<B: Backend>(backend: &B) {
+    write(backend, |w| {
+        let mut u = w.open_table(U)?;
+        for (k, v) in [("a", 1), ("b", 2), ("c", 3)] {
+            u.insert(k, v)?;
+        }
+        Ok(())
+    });
+    write(backend, |w| {
+        let mut u = w.open_table(U)?;
+        u.insert("d", 4)?;
+        assert_eq!(u.remove("d")?.map(|v| v.value()), Some(4), "a held put answers a delete");
+        assert!(u.get("d")?.is_none(), "and is gone");
+        assert_eq!(u.remove("a")?.map(|v| v.value()), Some(1));
+        u.insert("b", 20)?;
+        assert_eq!(u.remove("b")?.map(|v| v.value()), Some(20));
+        u.insert("e", 5)?;
+        let want = vec![("c".to_owned(), 3), ("e".to_owned(), 5)];
+        assert_eq!(seen(&u)?, want, "a range sees the transaction's writes");
+        assert_eq!(u.len()?, 2);
+        u.insert("a", 10)?;
+        assert_eq!(u.get("a")?.map(|v| v.value()), Some(10), "a put after a delete reads back");
+        Ok(())
+    });
+    read(backend, |r| {
+        let u = r.open_table(U)?;
+        let want = [("a", 10), ("c", 3), ("e", 5)].map(|(k, v)| (k.to_owned(), v)).to_vec();
+        assert_eq!(seen(&u)?, want, "what the transaction saw is what it committed");
+        Ok(())
+    });
+}
+
 /// Runs every check on a fresh backend each.
 pub fn all<B: Backend>(fresh: impl Fn() -> B) {
     get_put_delete(&fresh());
+    own_writes(&fresh());
     ranges(&fresh());
     pages(&fresh());
     rollback(&fresh());

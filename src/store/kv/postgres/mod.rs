@@ -8,8 +8,15 @@
 //! channel, so any thread may wait on them). Writes run at SERIALIZABLE; a transaction that
 //! lost a race fails with `Error::Contention` and the writer runs it again. Reads are
 //! REPEATABLE READ snapshots.
+//!
+//! Round trips are what PostgreSQL costs here, so a transaction sends as few as it can: its
+//! BEGIN goes with its first statement, its puts and deletes wait (`pending`) until a range read
+//! of their table or the commit, and then go as one statement each, in one exchange with the
+//! COMMIT.
 
-use std::collections::VecDeque;
+mod pages;
+mod pending;
+
 use std::ops::Bound;
 use std::sync::Mutex;
 
@@ -21,6 +28,8 @@ use super::super::error::{Error, Result};
 use super::{
     Backend, Bytes, Direction, Entries, ReadTable, ReadTxn, Transaction, WriteTable, WriteTxn,
 };
+use pages::Pages;
+use pending::{Columns, Pending};
 
 /// The relation every table lives in. Created on first use; later layouts add columns or
 /// relations beside it, never change it in place.
@@ -31,9 +40,12 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS edgemail_kv (
     PRIMARY KEY (tbl, k)
 )";
 
-/// A range is read in pages that grow from this many rows (most ranges stop after a few).
-const FIRST_PAGE: i64 = 16;
-const LAST_PAGE: i64 = 1024;
+/// Held writes, one statement for all the puts and one for all the deletes of a flush.
+const UPSERT: &str = "INSERT INTO edgemail_kv (tbl, k, v) \
+    SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]) \
+    ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v";
+const DELETE: &str = "DELETE FROM edgemail_kv AS d \
+    USING unnest($1::text[], $2::bytea[]) AS x(tbl, k) WHERE d.tbl = x.tbl AND d.k = x.k";
 
 /// Whether PostgreSQL refused the statement because a concurrent transaction won.
 fn lost_race(e: &tokio_postgres::Error) -> bool {
@@ -108,19 +120,16 @@ impl Postgres {
         Ok(db)
     }
 
-    /// A connection from the pool; a new one is opened on the backend's runtime, where its
-    /// connection task then lives.
+    /// A connection from the pool. Inside the backend's runtime's context, so that a new
+    /// connection registers with its reactor and its connection task is spawned there.
     fn client(&self) -> Result<Object> {
-        let pool = self.pool.clone();
-        let got = wait(self.handle.spawn(async move { pool.get().await }))
-            .map_err(|e| Error::internal(format!("PostgreSQL connect task: {e}")))?;
-        got.map_err(pool_error)
+        let _context = self.handle.enter();
+        wait(self.pool.get()).map_err(pool_error)
     }
 
     fn begin(&self, sql: &'static str) -> Result<Txn> {
-        let client = self.client()?;
-        wait(client.batch_execute(sql))?;
-        Ok(Txn { client: Some(client), handle: self.handle.clone(), failed: Mutex::new(None) })
+        let state = State { begin: Some(sql), failed: None, pending: Pending::default() };
+        Ok(Txn { client: Some(self.client()?), handle: self.handle.clone(), state: state.into() })
     }
 }
 
@@ -140,13 +149,47 @@ impl Backend for Postgres {
 struct Txn {
     client: Option<Object>,
     handle: tokio::runtime::Handle,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// The BEGIN not sent yet: it goes with the first statement.
+    begin: Option<&'static str>,
     /// Whether a statement failed, and whether that was a lost race.
-    failed: Mutex<Option<bool>>,
+    failed: Option<bool>,
+    pending: Pending,
+}
+
+/// Runs `begin` (when still to be sent) and then `work`, in one exchange with the server: both
+/// are queued on the connection before either answer is awaited.
+async fn after_begin<T>(
+    client: &Object,
+    begin: Option<&'static str>,
+    work: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+) -> std::result::Result<T, tokio_postgres::Error> {
+    let begun = async {
+        match begin {
+            Some(sql) => client.batch_execute(sql).await,
+            None => Ok(()),
+        }
+    };
+    let (begun, done) = tokio::join!(begun, work);
+    begun.and(done)
 }
 
 impl Txn {
     fn client(&self) -> Result<&Object> {
         self.client.as_ref().ok_or_else(|| Error::internal("transaction already ended"))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps a failure for the commit.
+    fn failed(&self, e: tokio_postgres::Error) -> Error {
+        self.state().failed.get_or_insert(lost_race(&e));
+        e.into()
     }
 
     /// Runs `statement` (prepared once per connection) and keeps its failure for the commit.
@@ -156,19 +199,70 @@ impl Txn {
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>> {
         let client = self.client()?;
-        let outcome = wait(async {
+        let begin = self.state().begin.take();
+        let outcome = wait(after_begin(client, begin, async {
             let statement: Statement = client.prepare_cached(sql).await?;
             client.query(&statement, params).await
+        }));
+        outcome.map_err(|e| self.failed(e))
+    }
+
+    /// Sends the held writes of `table` (of every table when `None`).
+    fn flush(&self, table: Option<&str>) -> Result<()> {
+        let columns = self.state().pending.take(table);
+        if columns.is_empty() { Ok(()) } else { self.send(&columns, None) }
+    }
+
+    /// Sends `columns` and then `end` (COMMIT), all in one exchange.
+    fn send(&self, columns: &Columns, end: Option<&'static str>) -> Result<()> {
+        let client = self.client()?;
+        let begin = self.state().begin.take();
+        let outcome = wait(async {
+            // Prepared before anything is sent: a statement not prepared yet costs an exchange
+            // of its own, and the writes must be queued ahead of the COMMIT.
+            let upsert = match columns.put_keys.is_empty() {
+                true => None,
+                false => Some(client.prepare_cached(UPSERT).await?),
+            };
+            let delete = match columns.delete_keys.is_empty() {
+                true => None,
+                false => Some(client.prepare_cached(DELETE).await?),
+            };
+            after_begin(client, begin, async {
+                let put = async {
+                    let Some(statement) = &upsert else { return Ok(0) };
+                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                        [&columns.put_tables, &columns.put_keys, &columns.put_values];
+                    client.execute(statement, &params).await
+                };
+                let delete = async {
+                    let Some(statement) = &delete else { return Ok(0) };
+                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
+                        [&columns.delete_tables, &columns.delete_keys];
+                    client.execute(statement, &params).await
+                };
+                let end = async {
+                    match end {
+                        Some(sql) => client.batch_execute(sql).await,
+                        None => Ok(()),
+                    }
+                };
+                // After a failed write the COMMIT answers ROLLBACK without an error: the first
+                // failure in sending order is the transaction's.
+                let (put, delete, end) = tokio::join!(put, delete, end);
+                put.and(delete).and(end)
+            })
+            .await
         });
-        outcome.map_err(|e| {
-            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
-            failed.get_or_insert(lost_race(&e));
-            e.into()
-        })
+        outcome.map_err(|e| self.failed(e))
     }
 
     fn end(&mut self, sql: &'static str) -> Result<()> {
         let client = self.client.take().ok_or_else(|| Error::internal("transaction ended"))?;
+        if self.state().begin.is_some() {
+            // Nothing was sent: the connection is as the pool gave it.
+            return Ok(());
+        }
         let ended = wait(client.batch_execute(sql));
         if ended.is_err() {
             // A connection whose transaction state is unknown must not serve another one.
@@ -182,6 +276,9 @@ impl Drop for Txn {
     fn drop(&mut self) {
         // A read snapshot (or an abandoned write) ends here; rolling it back on the backend's
         // runtime lets the caller go on at once, and the connection returns to the pool after.
+        if self.state().begin.is_some() {
+            return;
+        }
         if let Some(client) = self.client.take() {
             self.handle.spawn(async move {
                 if client.batch_execute("ROLLBACK").await.is_err() {
@@ -206,9 +303,22 @@ impl WriteTxn for Txn {
 
 impl Transaction for Txn {
     fn commit(mut self: Box<Self>) -> Result<()> {
-        let failed = *self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        let (failed, columns, begun) = {
+            let mut state = self.state();
+            (state.failed, state.pending.take(None), state.begin.is_none())
+        };
         match failed {
-            None => self.end("COMMIT"),
+            None if !begun && columns.is_empty() => Ok(()),
+            None => {
+                let committed = self.send(&columns, Some("COMMIT"));
+                if let Some(client) = self.client.take()
+                    && committed.is_err()
+                {
+                    // A connection whose transaction state is unknown must not serve another.
+                    drop(Object::take(client));
+                }
+                committed
+            }
             Some(race) => {
                 self.end("ROLLBACK")?;
                 let why = "a statement of this transaction failed; rolled back";
@@ -230,6 +340,9 @@ struct Rel<'t> {
 
 impl ReadTable for Rel<'_> {
     fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        if let Some(held) = self.txn.state().pending.get(&self.name, key) {
+            return Ok(held.map(|v| Bytes::Owned(v.to_vec())));
+        }
         let rows = self
             .txn
             .rows("SELECT v FROM edgemail_kv WHERE tbl = $1 AND k = $2", &[&self.name, &key])?;
@@ -242,18 +355,11 @@ impl ReadTable for Rel<'_> {
         hi: Bound<&[u8]>,
         direction: Direction,
     ) -> Result<Entries<'r>> {
-        Ok(Box::new(Pages {
-            rel: self,
-            lo: lo.map(<[u8]>::to_vec),
-            hi: hi.map(<[u8]>::to_vec),
-            direction,
-            buffered: VecDeque::new(),
-            size: FIRST_PAGE,
-            exhausted: false,
-        }))
+        Ok(Box::new(Pages::new(self, lo, hi, direction)))
     }
 
     fn len(&self) -> Result<u64> {
+        self.txn.flush(Some(&self.name))?;
         let rows =
             self.txn.rows("SELECT count(*) FROM edgemail_kv WHERE tbl = $1", &[&self.name])?;
         let count: i64 = rows.first().map_or(0, |row| row.get(0));
@@ -263,92 +369,19 @@ impl ReadTable for Rel<'_> {
 
 impl WriteTable for Rel<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.txn.rows(
-            "INSERT INTO edgemail_kv (tbl, k, v) VALUES ($1, $2, $3) \
-             ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v",
-            &[&self.name, &key, &value],
-        )?;
+        self.txn.state().pending.put(&self.name, key, value);
         Ok(())
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        if let Some(held) = self.txn.state().pending.delete(&self.name, key) {
+            // The held write is now a held delete: a row the server has goes at the flush.
+            return Ok(held.map(Bytes::Owned));
+        }
         let rows = self.txn.rows(
             "DELETE FROM edgemail_kv WHERE tbl = $1 AND k = $2 RETURNING v",
             &[&self.name, &key],
         )?;
         Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
-    }
-}
-
-/// A range read lazily, a page at a time, each page resuming after the last key seen.
-struct Pages<'r> {
-    rel: &'r Rel<'r>,
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
-    direction: Direction,
-    buffered: VecDeque<(Vec<u8>, Vec<u8>)>,
-    size: i64,
-    exhausted: bool,
-}
-
-/// The statement for a page between the given kinds of bounds: one text per combination, so
-/// each is prepared once per connection and every one can use the primary key's order.
-fn page_sql(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, direction: Direction) -> String {
-    let mut sql = String::from("SELECT k, v FROM edgemail_kv WHERE tbl = $1");
-    let mut next = 2;
-    for (bound, included, excluded) in [(lo, ">=", ">"), (hi, "<=", "<")] {
-        let op = match bound {
-            Bound::Included(_) => included,
-            Bound::Excluded(_) => excluded,
-            Bound::Unbounded => continue,
-        };
-        sql.push_str(&format!(" AND k {op} ${next}"));
-        next += 1;
-    }
-    let order = if direction == Direction::Forward { "ASC" } else { "DESC" };
-    sql.push_str(&format!(" ORDER BY k {order} LIMIT ${next}"));
-    sql
-}
-
-impl Pages<'_> {
-    fn fetch(&mut self) -> Result<()> {
-        let sql = page_sql(&self.lo, &self.hi, self.direction);
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&self.rel.name];
-        for bound in [&self.lo, &self.hi] {
-            if let Bound::Included(k) | Bound::Excluded(k) = bound {
-                params.push(k);
-            }
-        }
-        params.push(&self.size);
-        let rows = self.rel.txn.rows(&sql, &params)?;
-        self.exhausted = (rows.len() as i64) < self.size;
-        self.size = (self.size * 4).min(LAST_PAGE);
-        for row in rows {
-            self.buffered.push_back((row.get(0), row.get(1)));
-        }
-        if let Some((last, _)) = self.buffered.back() {
-            let resume = Bound::Excluded(last.clone());
-            match self.direction {
-                Direction::Forward => self.lo = resume,
-                Direction::Backward => self.hi = resume,
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'r> Iterator for Pages<'r> {
-    type Item = Result<(Bytes<'r>, Bytes<'r>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.buffered.is_empty()
-            && !self.exhausted
-            && let Err(e) = self.fetch()
-        {
-            self.exhausted = true;
-            return Some(Err(e));
-        }
-        let (k, v) = self.buffered.pop_front()?;
-        Some(Ok((Bytes::Owned(k), Bytes::Owned(v))))
     }
 }

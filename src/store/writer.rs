@@ -112,15 +112,17 @@ pub(super) struct Writer {
     threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
 }
 
-/// Writer threads on a PostgreSQL store: its transactions run side by side (redb has one
-/// writer, and one thread batching for it is the fastest there).
-const SHARED_WRITERS: usize = 4;
+/// Writer threads. One on PostgreSQL too: batches run side by side there lose most races with
+/// each other (they all touch the queue, the indexes and the day's counters), and four threads
+/// were measured no faster than one (719 against 664 sends/s, `benches/scaleout.sh`) while a
+/// send now and then ran out of retries. The threads share one queue of jobs.
+const WRITERS: usize = 1;
 
 impl Writer {
     pub(super) fn start(file: Arc<File>, probe: Probe) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let rx = Arc::new(std::sync::Mutex::new(rx));
-        let count = if file.is_shared() { SHARED_WRITERS } else { 1 };
+        let count = WRITERS;
         let mut threads = Vec::with_capacity(count);
         for n in 0..count {
             let (file, rx) = (file.clone(), rx.clone());

@@ -1,6 +1,7 @@
-//! Stored messages. The full document lives in `EMAILS` (but for the bodies of large received
-//! mail, decoded from its raw message: see `inbound`); the folder index carries each message's
-//! summary, so listing a folder is one range read that never decodes a body.
+//! Stored messages. The document lives in `EMAILS` in its stored form (`email_doc`), but for the
+//! bodies of received mail, decoded from its raw message (see `inbound`); the folder index
+//! carries each message's summary, so listing a folder is one range read that never decodes a
+//! body.
 
 use std::collections::BTreeMap;
 
@@ -8,80 +9,19 @@ use super::kv::ReadableTable;
 use mail_parser::{MessageParser, PartType};
 use serde::{Deserialize, Serialize};
 
+use super::email_doc::{decode_doc, encode_doc, inline_raw};
 use super::error::{Error, Result};
+pub use super::folder::Folder;
 use super::imap::Place;
 use super::status::{DeliveryStatus, MessageStatus, SendType};
 use super::tables::*;
-use super::{Rtx, Tables, Wtx, decode, encode, get_json};
+use super::{Rtx, Tables, Wtx, encode};
 use crate::bounce::BounceClass;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Folder {
-    #[default]
-    Inbox,
-    Sent,
-    Outbox,
-    Drafts,
-    Trash,
-    /// Warmup traffic (the warmup engine): stored like any mail, never listed or returned by the
-    /// emails API, so it never reaches what users see.
-    Warmup,
-}
-
-impl Folder {
-    pub const ALL: [Folder; 5] =
-        [Folder::Inbox, Folder::Sent, Folder::Outbox, Folder::Drafts, Folder::Trash];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Folder::Inbox => "inbox",
-            Folder::Sent => "sent",
-            Folder::Outbox => "outbox",
-            Folder::Drafts => "drafts",
-            Folder::Trash => "trash",
-            Folder::Warmup => "warmup",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Folder> {
-        Folder::ALL.into_iter().find(|f| f.name() == name)
-    }
-
-    /// Folders the emails API never shows.
-    pub fn is_hidden(self) -> bool {
-        self == Folder::Warmup
-    }
-
-    /// Where a message goes once every recipient has a final status.
-    pub fn once_sent(self) -> Folder {
-        if self.is_hidden() { self } else { Folder::Sent }
-    }
-
-    pub(super) fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The folders IMAP shows (the outbox is mail on its way; warmup mail is never shown).
-    pub const IMAP: [Folder; 4] = [Folder::Inbox, Folder::Sent, Folder::Drafts, Folder::Trash];
-
-    pub fn imap(self) -> bool {
-        Folder::IMAP.contains(&self)
-    }
-
-    /// The IMAP flags of a message that arrives in this folder.
-    pub fn initial_flags(self) -> &'static [&'static str] {
-        match self {
-            Folder::Inbox | Folder::Trash => &[],
-            Folder::Drafts => &["\\Draft"],
-            _ => &["\\Seen"],
-        }
-    }
-}
-
-/// The list item of `GET /v1/emails`.
+/// The list item of `GET /v1/emails`. Missing members read as their defaults: a stored
+/// document leaves empty ones out (`email_doc`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Summary {
     pub id: String,
     pub mailbox: String,
@@ -106,7 +46,7 @@ pub struct VariantOf {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Email {
     #[serde(flatten)]
     pub summary: Summary,
@@ -243,10 +183,27 @@ fn lf(s: &str) -> String {
 /// Where a folder listing stands: the `createdAt` and id of the last summary it gave.
 pub type Position = (u64, String);
 
-/// The email as stored: a large received copy comes without its bodies and headers (see
-/// `store::inbound`).
-fn stored(tx: &impl Tables, id: &str) -> Result<Option<Email>> {
-    get_json(tx, EMAILS, id)
+/// The email stored under `id` as `bytes`, and the raw message stored with it.
+pub(super) fn read_doc<'b>(id: &str, bytes: &'b [u8]) -> Result<(Email, Option<&'b [u8]>)> {
+    let (mut email, raw): (Email, _) = decode_doc(bytes)?;
+    if email.summary.id.is_empty() {
+        id.clone_into(&mut email.summary.id);
+    }
+    Ok((email, raw))
+}
+
+/// `read_doc` of a value read from `EMAILS`, the raw message copied out of it.
+fn owned_doc(id: &str, found: Option<&[u8]>) -> Result<Option<(Email, Option<Vec<u8>>)>> {
+    let doc = found.map(|bytes| read_doc(id, bytes)).transpose()?;
+    Ok(doc.map(|(email, raw)| (email, raw.map(<[u8]>::to_vec))))
+}
+
+/// The email as stored, and the raw message stored with it: a received copy comes without its
+/// bodies and headers (see `store::inbound`).
+fn stored(tx: &impl Tables, id: &str) -> Result<Option<(Email, Option<Vec<u8>>)>> {
+    let table = tx.table(EMAILS)?;
+    let found = table.get(id)?;
+    owned_doc(id, found.as_ref().map(|v| v.value()))
 }
 
 /// Where a message is, for the IMAP bookkeeping.
@@ -268,11 +225,16 @@ impl Wtx<'_> {
     /// Stores a message in its mailbox's folder. Used by sending and inbound delivery, and by
     /// tests to seed a data directory.
     pub fn insert_email(&mut self, email: &Email) -> Result<()> {
+        self.insert_email_with(email, None)
+    }
+
+    /// `insert_email`, with the message's raw bytes kept in its document when given.
+    pub(super) fn insert_email_with(&mut self, email: &Email, raw: Option<&[u8]>) -> Result<()> {
         let mut emails = self.tx.open_table(EMAILS)?;
         if emails.get(email.summary.id.as_str())?.is_some() {
             return Err(Error::Conflict(format!("email {} already exists", email.summary.id)));
         }
-        emails.insert(email.summary.id.as_str(), encode(email)?.as_slice())?;
+        emails.insert(email.summary.id.as_str(), encode_doc(email, raw)?.as_slice())?;
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         self.imap_added(&place(&email.summary))
@@ -282,9 +244,11 @@ impl Wtx<'_> {
     /// outside `domain` are reported as not found.
     pub fn delete_email(&mut self, domain: &str, id: &str) -> Result<Deleted> {
         let mut emails = self.tx.open_table(EMAILS)?;
-        let found = emails.get(id)?.map(|v| decode::<Email>(v.value())).transpose()?;
-        let Some(mut email) =
-            found.filter(|e| e.domain() == domain && !e.summary.folder.is_hidden())
+        let guard = emails.get(id)?;
+        let found = owned_doc(id, guard.as_ref().map(|v| v.value()))?;
+        drop(guard);
+        let Some((mut email, raw)) =
+            found.filter(|(e, _)| e.domain() == domain && !e.summary.folder.is_hidden())
         else {
             return Err(Error::not_found("email"));
         };
@@ -304,7 +268,7 @@ impl Wtx<'_> {
         }
         let before = email.summary.clone();
         email.summary.folder = Folder::Trash;
-        emails.insert(id, encode(&email)?.as_slice())?;
+        emails.insert(id, encode_doc(&email, raw.as_deref())?.as_slice())?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         self.imap_moved(&place(&before), &place(&email.summary))?;
         Ok(Deleted::MovedToTrash)
@@ -315,19 +279,25 @@ impl Wtx<'_> {
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.remove(index_key(before))?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
-        self.tx.open_table(EMAILS)?.insert(email.summary.id.as_str(), encode(email)?.as_slice())?;
+        let mut emails = self.tx.open_table(EMAILS)?;
+        let id = email.summary.id.as_str();
+        let old = emails.get(id)?;
+        let raw = old.as_ref().map(|v| inline_raw(v.value())).transpose()?.flatten();
+        let raw = raw.map(<[u8]>::to_vec);
+        drop(old);
+        emails.insert(id, encode_doc(email, raw.as_deref())?.as_slice())?;
         self.imap_moved(&place(before), &place(&email.summary))
     }
 
     /// The email as stored, without the bodies a large received copy keeps only in its raw
     /// message: that is what writing it back must keep.
     pub(super) fn load_email(&self, id: &str) -> Result<Option<Email>> {
-        stored(self, id)
+        Ok(stored(self, id)?.map(|(email, _)| email))
     }
 
     /// Any stored email by id, for warmup bookkeeping inside a write.
     pub fn email_in_write(&self, id: &str) -> Result<Option<Email>> {
-        stored(self, id)
+        self.load_email(id)
     }
 
     /// Removes every email of a mailbox; returns how many.
@@ -349,8 +319,9 @@ impl Wtx<'_> {
             index.remove((mailbox, *folder, *at, id.as_str()))?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
-            let removed = emails.remove(id.as_str())?.map(|v| decode::<Email>(v.value()));
-            if let Some(Ok(Email { next_attempt_at: Some(due), .. })) = removed {
+            let removed = emails.remove(id.as_str())?;
+            let removed = removed.as_ref().map(|v| read_doc(id, v.value()));
+            if let Some(Ok((Email { next_attempt_at: Some(due), .. }, _))) = removed {
                 queue.remove((due, id.as_str()))?;
             }
             self.imap_forget_message(id)?;
@@ -363,20 +334,25 @@ impl Wtx<'_> {
 impl Rtx {
     /// The email, whatever its domain (for the delivery queue).
     pub fn email_by_id(&self, id: &str) -> Result<Option<Email>> {
-        stored(self, id)?.map(|email| self.complete(email)).transpose()
+        stored(self, id)?.map(|(email, raw)| self.complete(email, raw)).transpose()
     }
 
     /// The email, if it belongs to a mailbox of `domain`.
     pub fn email(&self, domain: &str, id: &str) -> Result<Option<Email>> {
         stored(self, id)?
-            .filter(|e| e.domain() == domain && !e.summary.folder.is_hidden())
-            .map(|email| self.complete(email))
+            .filter(|(e, _)| e.domain() == domain && !e.summary.folder.is_hidden())
+            .map(|(email, raw)| self.complete(email, raw))
             .transpose()
     }
 
-    /// Puts back the bodies and headers a large received copy was stored without.
-    fn complete(&self, mut email: Email) -> Result<Email> {
-        if let Some(raw) = self.raw_bodies(&email.summary.id)? {
+    /// Puts back the bodies and headers a received copy was stored without, from the raw
+    /// message stored with it (`inline`) or linked to it.
+    fn complete(&self, mut email: Email, inline: Option<Vec<u8>>) -> Result<Email> {
+        let raw = match inline {
+            Some(raw) => Some(raw),
+            None => self.raw_bodies(&email.summary.id)?,
+        };
+        if let Some(raw) = raw {
             fill_bodies(&mut email, &raw);
         }
         Ok(email)

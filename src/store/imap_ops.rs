@@ -2,8 +2,6 @@
 //! reading a folder in UID order, flags, and the changes IMAP makes (APPEND, COPY, MOVE,
 //! EXPUNGE), each one transaction that keeps the emails, their index and the UIDs together.
 
-use super::kv::ReadableTable;
-
 use super::emails::{Email, Folder};
 use super::error::{Error, Result};
 use super::imap::{ImapEntry, ImapFolder};
@@ -96,9 +94,7 @@ impl Wtx<'_> {
     /// Keeps `raw` as the message bytes of email `id` when it has none (mail sent through the
     /// API is rendered once for IMAP; from then on its size and bytes never change).
     pub fn imap_keep_rendered(&mut self, id: &str, raw: &[u8]) -> Result<()> {
-        let has_blob = self.tx.open_table(RAW_OF)?.get(id)?.is_some();
-        let has_legacy = self.tx.open_table(RAW)?.get(id)?.is_some();
-        if has_blob || has_legacy || self.load_email(id)?.is_none() {
+        if self.has_raw(id)? || self.load_email(id)?.is_none() {
             return Ok(());
         }
         let blob = crate::ids::new_id("raw");

@@ -1,18 +1,20 @@
 //! Received mail: a stored email per recipient mailbox, sharing one raw message (see `raw`).
 //!
-//! The decoded text, HTML and headers of a large message are about as big as the message, so
-//! repeating them in every copy's document would undo the sharing. Past `INLINE_LIMIT` bytes a
-//! copy is stored without them and reads decode them again from the blob (`emails::fill_bodies`,
-//! with the mail-parser calls of inbound delivery, on the bytes it parsed), so a reader sees the
-//! same email. Smaller messages keep them inline: decoding on every read would cost more than the
-//! few kilobytes it saves.
+//! The decoded text, HTML and headers of a message are about as big as the message, so a copy
+//! is stored without them and reads decode them again from the raw message
+//! (`emails::fill_bodies`, with the mail-parser calls of inbound delivery, on the bytes it
+//! parsed), so a reader sees the same email. Keeping them would more than double what a message
+//! takes on disk, for every message, while parsing a message of a few kilobytes on the rare read
+//! of one costs microseconds. A message to one mailbox keeps its raw bytes in the copy's
+//! document (`email_doc`) up to `INLINE_LIMIT`; one to several, or a larger one, is a blob.
 
 use super::Wtx;
 use super::emails::Email;
 use super::error::Result;
 use super::events::{EventType, received_data};
 
-/// Decoded bodies and headers larger than this (together) are not kept in a copy's document.
+/// The largest raw message kept in its copy's document. Moving a copy rewrites its document, and
+/// past a page or two sharing a page with it saves nothing.
 const INLINE_LIMIT: usize = 64 * 1024;
 
 impl Wtx<'_> {
@@ -28,14 +30,20 @@ impl Wtx<'_> {
         if copies.is_empty() {
             return Ok(());
         }
+        let mut doc = without_bodies(template);
+        if let [(id, mailbox)] = copies
+            && raw.len() <= INLINE_LIMIT
+        {
+            doc.summary.id.clone_from(id);
+            doc.summary.mailbox.clone_from(mailbox);
+            return self.insert_email_with(&doc, Some(raw));
+        }
         let blob = crate::ids::new_id("raw");
-        let bodies_in_blob = decoded_len(template) > INLINE_LIMIT;
-        let mut doc = if bodies_in_blob { without_bodies(template) } else { template.clone() };
         for (id, mailbox) in copies {
             doc.summary.id.clone_from(id);
             doc.summary.mailbox.clone_from(mailbox);
             self.insert_email(&doc)?;
-            self.share_raw(id, &blob, bodies_in_blob)?;
+            self.share_raw(id, &blob, true)?;
         }
         self.put_raw(&blob, raw)
     }
@@ -61,13 +69,6 @@ impl Wtx<'_> {
         }
         Ok(())
     }
-}
-
-fn decoded_len(email: &Email) -> usize {
-    let headers: usize = email.headers.iter().map(|h| h.name.len() + h.value.len()).sum();
-    headers
-        + email.text.as_ref().map_or(0, String::len)
-        + email.html.as_ref().map_or(0, String::len)
 }
 
 /// The email without what `fill_bodies` restores, made without copying that. Every field is
@@ -232,35 +233,74 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
+    /// Checks that every copy reads back as the email it was stored from, with its raw message.
+    fn reads_back(store: &Store, ids: &[String], raw: &[u8], expected: &Email) {
+        let (ids, raw, expected) = (ids.to_vec(), raw.to_vec(), expected.clone());
+        store
+            .read_blocking(move |r| -> Result<_> {
+                for id in &ids {
+                    assert_eq!(r.raw_message(id)?.as_deref(), Some(raw.as_slice()));
+                    let email = r.email("x.test", id)?.expect("stored"); // ok: test
+                    let mut want = expected.clone();
+                    want.summary.id.clone_from(id);
+                    want.summary.mailbox.clone_from(&email.summary.mailbox);
+                    let json = |e: &Email| serde_json::to_string(e).unwrap_or_default();
+                    assert_eq!(json(&email), json(&want));
+                }
+                Ok(())
+            })
+            .expect("read"); // ok: test
+    }
+
     #[test]
-    fn small_messages_keep_their_bodies_inline_and_old_copies_read_and_delete_as_before() {
+    fn a_small_message_to_one_mailbox_is_one_entry_and_old_copies_read_and_delete_as_before() {
         let (store, dir) = temp_store("raw-small");
         let raw = message(2000);
-        let small = copies(&raw, 2, Folder::Inbox);
-        let ids: Vec<String> = small.iter().map(|c| c.summary.id.clone()).collect();
+        let one = copies(&raw, 1, Folder::Inbox);
+        let (id, expected) = (one[0].summary.id.clone(), one[0].clone());
         let shared = raw.clone();
-        store.write_blocking(move |w| store_all(w, &small, &shared)).expect("store"); // ok: test
+        store.write_blocking(move |w| store_all(w, &one, &shared)).expect("store"); // ok: test
         let (_, _, _, doc_bytes, _) = footprint(&store);
-        assert!(doc_bytes > 2 * raw.len(), "small copies carry their bodies: {doc_bytes} bytes");
+        assert_eq!(footprint(&store), (0, 0, 0, doc_bytes, 0), "no blob, no references");
+        assert!(doc_bytes < raw.len() + 1024, "the bodies are not kept: {doc_bytes} bytes");
+        reads_back(&store, std::slice::from_ref(&id), &raw, &expected);
+        let moved = id.clone();
+        store
+            .write_blocking(move |w| w.imap_move("m0@x.test", &moved, Folder::Sent, 1))
+            .expect("move"); // ok: test
+        let mut sent = expected.clone();
+        sent.summary.folder = Folder::Sent;
+        reads_back(&store, std::slice::from_ref(&id), &raw, &sent);
 
-        // A copy stored by a release before blobs: its raw message under its own id.
+        // Two copies share a blob, their documents without bodies.
+        let two = copies(&raw, 2, Folder::Inbox);
+        let ids: Vec<String> = two.iter().map(|c| c.summary.id.clone()).collect();
+        let shared = raw.clone();
+        store.write_blocking(move |w| store_all(w, &two, &shared)).expect("store"); // ok: test
+        let (blobs, blob_bytes, refs, _, _) = footprint(&store);
+        assert_eq!((blobs, blob_bytes, refs), (1, raw.len(), 2));
+        reads_back(&store, &ids, &raw, &expected);
+
+        // A copy stored by a release before blobs: its raw message under its own id in `RAW`,
+        // and its document plain JSON with its bodies.
         let mut old = copies(&raw, 1, Folder::Inbox).remove(0);
         old.summary.id = "em_old".into();
         let legacy = raw.clone();
         store
             .write_blocking(move |w| -> Result<_> {
                 w.insert_email(&old)?;
+                let doc = serde_json::to_vec(&old)?;
+                w.tx.open_table(EMAILS)?.insert("em_old", doc.as_slice())?;
                 w.tx.open_table(RAW)?.insert("em_old", legacy.as_slice())?;
                 Ok(())
             })
             .expect("seed"); // ok: test
-        let found = store.read_blocking(|r| r.raw_message("em_old")).expect("read"); // ok: test
-        assert_eq!(found.as_deref(), Some(raw.as_slice()));
+        reads_back(&store, &["em_old".to_owned()], &raw, &expected);
         assert_eq!(footprint(&store), (1, raw.len(), 2, footprint(&store).3, 1));
         remove(&store, "em_old");
         assert_eq!(footprint(&store).4, 0, "the old raw message went with its email");
         assert_eq!(footprint(&store).0, 1, "and the blob of the others stayed");
-        for id in &ids {
+        for id in ids.iter().chain([&id]) {
             remove(&store, id);
         }
         assert_eq!(footprint(&store), (0, 0, 0, 0, 0));

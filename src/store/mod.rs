@@ -15,7 +15,7 @@
 //! - `passwords`    mailbox app passwords for mail clients
 //! - `pacing`       per-mailbox daily caps and gaps: the slot each paced send is given
 //! - `mailboxes`    mailboxes, and their sending limits
-//! - `inbound`      received mail: one copy per mailbox, bodies of large copies left in the raw
+//! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
 //! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
 //! - `attempts`     committing a delivery attempt's outcome
@@ -33,9 +33,11 @@
 //! - `secrets`      secrets made on first start
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
+//! - `folder`       the folders of a mailbox
 //! - `imap`         IMAP bookkeeping: UIDVALIDITY, UIDs and flags, kept by the folder index's hooks
 //! - `parts`        attachments of mail we send, stored once per send request
 //! - `raw`          raw messages, stored once for all their copies
+//! - `email_doc`    the stored form of an email document, with the raw message of a single copy
 //! - `domains`      hosted domains and their DKIM keys
 //! - `status`       the states of messages, recipients and enrollments
 //! - `scan`         reads and removals over a domain's slice of a table
@@ -51,10 +53,12 @@ mod batches;
 mod cluster;
 mod contacts;
 mod domains;
+mod email_doc;
 mod emails;
 mod error;
 mod events;
 mod file;
+mod folder;
 mod groups;
 mod idempotency;
 mod imap;

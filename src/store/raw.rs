@@ -6,13 +6,15 @@
 //! counter, so releasing a copy twice cannot take a blob from under another. Which blob a copy
 //! uses is recorded beside it in `RAW_OF`, not in `Email`: `Email` is also what the API answers,
 //! so the reference stays out of the API by construction, and none of the code that builds an
-//! `Email` has to know about it. Copies stored before blobs existed have no `RAW_OF` entry and
-//! their raw message under their own id in `RAW`; both are read and deleted alike, so old files
-//! need no migration.
+//! `Email` has to know about it. A message received as one copy (the usual case, unless it is
+//! large) needs none of the three: its raw bytes follow its document (`email_doc`) and go with
+//! it. Copies stored before blobs existed have no `RAW_OF` entry and their raw message under their
+//! own id in `RAW`; all are read and deleted alike, so old files need no migration.
 
 use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::email_doc::inline_raw;
 use super::error::{Error, Result};
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode};
@@ -82,16 +84,31 @@ impl Wtx<'_> {
     }
 }
 
+impl Wtx<'_> {
+    /// Whether email `id` has its message bytes stored, in any of the ways above.
+    pub(super) fn has_raw(&self, id: &str) -> Result<bool> {
+        let emails = self.tx.open_table(EMAILS)?;
+        let doc = emails.get(id)?;
+        Ok(doc.map(|v| inline_raw(v.value()).map(|r| r.is_some())).transpose()? == Some(true)
+            || self.tx.open_table(RAW_OF)?.get(id)?.is_some()
+            || self.tx.open_table(RAW)?.get(id)?.is_some())
+    }
+}
+
 impl Rtx {
     pub fn raw_message(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        match self.raw_ref(id)? {
-            Some(link) => self.blob(&link.blob),
-            None => {
-                let table = self.tx.open_table(RAW)?;
-                let found = table.get(id)?;
-                Ok(found.map(|v| v.value().to_vec()))
-            }
+        if let Some(link) = self.raw_ref(id)? {
+            return self.blob(&link.blob);
         }
+        let emails = self.tx.open_table(EMAILS)?;
+        if let Some(doc) = emails.get(id)?
+            && let Some(raw) = inline_raw(doc.value())?
+        {
+            return Ok(Some(raw.to_vec()));
+        }
+        let table = self.tx.open_table(RAW)?;
+        let found = table.get(id)?;
+        Ok(found.map(|v| v.value().to_vec()))
     }
 
     /// The message a mail client submitted as email `id`, when it was submitted.

@@ -1,5 +1,6 @@
 //! Every table and its key layout, in one place. Values are JSON documents of the types in the
-//! sibling modules; adding an optional field needs no migration (`#[serde(default)]`).
+//! sibling modules (email documents in a compact tagged form, `email_doc`); adding an optional
+//! field needs no migration (`#[serde(default)]`).
 
 use super::kv::TableDefinition;
 
@@ -20,7 +21,8 @@ pub const CONTACTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new(
 /// (domain, lower-cased email) -> contact id: the upsert key.
 pub const CONTACT_EMAILS: TableDefinition<(&str, &str), &str> =
     TableDefinition::new("contact_emails");
-/// email id -> `Email`
+/// email id -> `Email`, in the stored form of `email_doc` (a single received copy's raw message
+/// follows it).
 pub const EMAILS: TableDefinition<&str, &[u8]> = TableDefinition::new("emails");
 /// (mailbox address, folder code, createdAt, email id) -> summary: a folder listing is one range read.
 pub const EMAIL_INDEX: TableDefinition<(&str, u8, u64, &str), &[u8]> =
@@ -52,6 +54,7 @@ pub const RAW_BLOBS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new(
 /// (blob id, email id) -> (): the copies sharing a blob; the blob goes with its last entry.
 pub const RAW_REFS: TableDefinition<(&str, &str), ()> = TableDefinition::new("raw_refs");
 /// email id -> `RawRef`: the blob of a received copy, and whether its bodies live only there.
+/// A copy whose raw message is in its own document has no entry.
 pub const RAW_OF: TableDefinition<&str, &[u8]> = TableDefinition::new("raw_of");
 /// (domain, batch id) -> (): a domain's campaign batches, for campaign stats.
 pub const BATCHES_BY_DOMAIN: TableDefinition<(&str, &str), ()> =

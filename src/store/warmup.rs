@@ -5,7 +5,7 @@
 use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
-use super::emails::{Email, Folder};
+use super::emails::{Folder, read_doc};
 use super::error::Result;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode, get_json, scan_domain};
@@ -82,7 +82,10 @@ impl Wtx<'_> {
         let mut message_ids = self.tx.open_table(MESSAGE_IDS)?;
         let mut removed = 0;
         for (at, id) in &old {
-            let found = emails.get(id.as_str())?.map(|v| decode::<Email>(v.value())).transpose()?;
+            let guard = emails.get(id.as_str())?;
+            let found = guard.as_ref().map(|v| read_doc(id, v.value())).transpose()?;
+            let found = found.map(|(email, _)| email);
+            drop(guard);
             let Some(email) = found else {
                 index.remove((mailbox, code, *at, id.as_str()))?;
                 continue;
@@ -138,7 +141,7 @@ impl Rtx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Store;
+    use super::super::{Email, Store};
     use super::*;
 
     fn mail(id: &str, at: u64, queued: bool) -> Email {

@@ -10,11 +10,20 @@ use super::kv::{Backend, Db, ReadableTable, Redb, Transaction, WriteTxn};
 use super::tables::*;
 
 /// The layout this build writes.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// Upgrade steps: `STEPS[n]` turns version `n + 1` into `n + 2`.
 const STEPS: &[fn(&dyn WriteTxn) -> Result<()>] =
-    &[index_batches_by_domain, shared_raw, byte_tables];
+    &[index_batches_by_domain, shared_raw, byte_tables, compact_emails];
+
+/// Version 5 writes email documents in a compact tagged form (`email_doc`), keeps received
+/// copies without their bodies, and a message received as one copy without `RAW_OF` and
+/// `RAW_REFS` entries. Documents of older versions read as they are, so nothing is rewritten
+/// (rewriting every message would hold the file for as long at the first start); the stamp
+/// makes an older build refuse the file rather than fail on documents it cannot read.
+fn compact_emails(_: &dyn WriteTxn) -> Result<()> {
+    Ok(())
+}
 
 /// Version 4 keeps every table as ordered bytes (see `kv`), so that another backend can hold
 /// them. The typed tables of older files are moved when the file opens, before any step (the
@@ -124,7 +133,56 @@ fn index_enrollments(tx: &dyn WriteTxn) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Email, Folder, Store};
     use super::*;
+
+    /// A version 4 file: its email documents plain JSON with their bodies, the raw message of a
+    /// received copy in a blob linked by `RAW_OF`.
+    #[test]
+    fn a_version_4_file_is_stamped_5_and_its_mail_reads_as_before() {
+        let dir = std::env::temp_dir().join(format!("edgemail-migrate5-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let raw = b"From: a@b.test\r\nTo: m@x.test\r\nSubject: Hi\r\n\r\nhello\r\n".to_vec();
+        let mut email = Email::default();
+        email.summary.id = "em_v4".into();
+        email.summary.mailbox = "m@x.test".into();
+        email.summary.subject = "Hi".into();
+        super::super::emails::fill_bodies(&mut email, &raw);
+        let json = |e: &Email| serde_json::to_string(e).unwrap_or_default();
+        let expected = json(&email);
+        let store = Store::open(&dir).expect("open"); // ok: test
+        let (seed, bytes) = (email.clone(), raw.clone());
+        store
+            .write_blocking(move |w| -> Result<_> {
+                w.insert_email(&seed)?;
+                let doc = serde_json::to_vec(&seed)?;
+                w.tx.open_table(EMAILS)?.insert("em_v4", doc.as_slice())?;
+                w.put_raw("raw_v4", &bytes)?;
+                w.share_raw("em_v4", "raw_v4", false)?;
+                w.tx.open_table(META)?.insert("schema_version", 4)?;
+                Ok(())
+            })
+            .expect("seed"); // ok: test
+        store.close();
+        drop(store);
+
+        let store = Store::open(&dir).expect("reopen"); // ok: test
+        let (version, read, bytes) = store
+            .read_blocking(|r| -> Result<_> {
+                let version = r.tx.open_table(META)?.get("schema_version")?.map(|v| v.value());
+                Ok((version, r.email("x.test", "em_v4")?, r.raw_message("em_v4")?))
+            })
+            .expect("read"); // ok: test
+        assert_eq!(version, Some(SCHEMA_VERSION));
+        assert_eq!(read.map(|e| json(&e)), Some(expected));
+        assert_eq!(bytes, Some(raw));
+        store.write_blocking(|w| w.delete_email("x.test", "em_v4").map(|_| ())).expect("to trash"); // ok: test
+        let moved = store.read_blocking(|r| r.email("x.test", "em_v4")).expect("read"); // ok: test
+        assert_eq!(moved.map(|e| (e.summary.folder, e.text)), Some((Folder::Trash, email.text)));
+        store.close();
+        drop(store);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn a_file_from_a_newer_release_is_refused() {

@@ -26,6 +26,7 @@ impl Guard<'_> {
     }
 }
 
+#[inline]
 fn bytes<'a>(guard: redb::AccessGuard<'a, &'static [u8]>) -> Bytes<'a> {
     Bytes::Embedded(Guard(guard))
 }
@@ -158,20 +159,24 @@ struct Writable<'t>(redb::Table<'t, &'static [u8], &'static [u8]>);
 struct Missing;
 
 /// redb's range in one direction.
-struct Directed<'a> {
+pub struct Cursor<'a> {
     range: redb::Range<'a, &'static [u8], &'static [u8]>,
     direction: Direction,
 }
 
-impl<'a> Iterator for Directed<'a> {
+impl<'a> Iterator for Cursor<'a> {
     type Item = Result<(Bytes<'a>, Bytes<'a>)>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let entry = match self.direction {
             Direction::Forward => self.range.next(),
             Direction::Backward => self.range.next_back(),
         }?;
-        Some(entry.map(|(k, v)| (bytes(k), bytes(v))).map_err(Error::from))
+        Some(match entry {
+            Ok((k, v)) => Ok((bytes(k), bytes(v))),
+            Err(e) => Err(Error::from(e)),
+        })
     }
 }
 
@@ -190,10 +195,10 @@ fn range<'r>(
         _ => false,
     };
     if empty {
-        return Ok(Box::new(std::iter::empty()));
+        return Ok(Entries::Empty);
     }
     let range = table.range::<&[u8]>((lo, hi))?;
-    Ok(Box::new(Directed { range, direction }))
+    Ok(Entries::Embedded(Cursor { range, direction }))
 }
 
 /// Both of redb's table kinds read alike; one body serves them.
@@ -240,7 +245,7 @@ impl ReadTable for Missing {
     }
 
     fn range<'r>(&'r self, _: Bound<&[u8]>, _: Bound<&[u8]>, _: Direction) -> Result<Entries<'r>> {
-        Ok(Box::new(std::iter::empty()))
+        Ok(Entries::Empty)
     }
 
     fn len(&self) -> Result<u64> {

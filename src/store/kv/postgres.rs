@@ -242,7 +242,7 @@ impl ReadTable for Rel<'_> {
         hi: Bound<&[u8]>,
         direction: Direction,
     ) -> Result<Entries<'r>> {
-        Ok(Box::new(Pages {
+        Ok(Entries::Boxed(Box::new(Pages {
             rel: self,
             lo: lo.map(<[u8]>::to_vec),
             hi: hi.map(<[u8]>::to_vec),
@@ -250,7 +250,7 @@ impl ReadTable for Rel<'_> {
             buffered: VecDeque::new(),
             size: FIRST_PAGE,
             exhausted: false,
-        }))
+        })))
     }
 
     fn len(&self) -> Result<u64> {

@@ -11,7 +11,9 @@
 //! alternately twice each on a busy 2-core machine (load ~4.8): a point get 1.59-2.00 /
 //! 1.75-1.76 µs; an email by id 5.59-5.72 / 5.06-5.24 µs; 10 mailboxes 9.2-10.2 / 11.2-11.5 µs;
 //! folder page 12.7-12.9 / 16.5-17.6 µs; 50 contacts 37.7-38.9 / 42.5-43.3 µs; 100 due entries
-//! 20.1-22.1 / 30.9-33.3 µs. Point reads cost the same or less; range scans still do not: about
+//! 20.1-22.1 / 30.9-33.3 µs. Once more at load ~3.5, before / now / the first version: 10
+//! mailboxes 7.2 / 8.2 / 8.1 µs; folder page 8.9 / 11.5 / 13.8 µs; 50 contacts 25.9 / 29.4 /
+//! 31.9 µs; 100 due entries 15.2 / 20.5 / 23.2 µs. Point reads cost the same or less; range scans still do not: about
 //! 0.35-0.55k instructions per entry more than the typed tables, and more in wall time.
 //!
 //! What the first version paid per entry and no longer does: a call through a boxed iterator

@@ -2,23 +2,30 @@
 //! backend beneath the store costs or saves. Run with `cargo bench --bench store`; compare two
 //! builds by running each bench executable alternately (the machine's load moves the figures).
 //!
-//! Typed redb tables (before) against the key-value backend on redb (after), two alternating runs
-//! each on a busy 2-core machine (load ~10), medians: a point get 1.27-1.88 / 1.24-1.26 µs; an
-//! email by id 3.9-5.6 / 3.9-8.0 µs; 10 mailboxes 6.8-9.9 / 8.1-8.6 µs; a folder page of 50,
-//! newest first, 8.4-8.6 / 12.5-13.9 µs; 50 contacts 26.7-27.3 / 34-45 µs; 100 due queue entries
-//! 14.6-15.6 / 25.7-34.1 µs. Durable writes were within the disk's noise (0.4-4.3 ms either way).
-//! Point reads cost the same; range scans paid about 0.1-0.2 µs per entry, first suspected in
-//! decoding tuple keys into an owned layout.
+//! Typed redb tables (before: the store at ebc8467, with this bench's seeding) against the
+//! key-value backend on redb (after), in instructions per call, which do not move with the load:
+//! `valgrind --tool=callgrind` on this executable with `--bench --profile-time 2`, inclusive Ir
+//! over all calls of each `Rtx` method. Before / the backend as first written / now:
+//! 10 mailboxes 67.3k / 76.1k / 72.1k; folder page of 50 77.7k / 123.4k / 95.3k; 50 contacts
+//! 260k / 309k / 287k; 100 due entries 84.4k / 163.3k / 131.6k. Medians, before and now run
+//! alternately twice each on a busy 2-core machine (load ~4.8): a point get 1.59-2.00 /
+//! 1.75-1.76 µs; an email by id 5.59-5.72 / 5.06-5.24 µs; 10 mailboxes 9.2-10.2 / 11.2-11.5 µs;
+//! folder page 12.7-12.9 / 16.5-17.6 µs; 50 contacts 37.7-38.9 / 42.5-43.3 µs; 100 due entries
+//! 20.1-22.1 / 30.9-33.3 µs. Once more at load ~3.5, before / now / the first version: 10
+//! mailboxes 7.2 / 8.2 / 8.1 µs; folder page 8.9 / 11.5 / 13.8 µs; 50 contacts 25.9 / 29.4 /
+//! 31.9 µs; 100 due entries 15.2 / 20.5 / 23.2 µs. Point reads cost the same or less; range scans still do not: about
+//! 0.35-0.55k instructions per entry more than the typed tables, and more in wall time.
 //!
-//! Keys now decode in place (no allocation per entry unless a string part holds a NUL). Owned
-//! decoding against in place, two alternating runs each, same load (~4 on 2 cores), medians: 10
-//! mailboxes 8.1-8.6 / 7.7-13.6 µs; folder page of 50 11.6-14.7 / 11.1-15.3 µs; 50 contacts
-//! 29.3-30.6 / 28.6-35.9 µs; 100 due entries 19.0-27.1 / 19.0-21.4 µs: within the noise.
-//! Instructions per call do not move with the load: under `valgrind --tool=callgrind` (this
-//! executable with `--bench --profile-time 2`, inclusive Ir over calls of each `Rtx` method),
-//! 10 mailboxes 76.1k / 73.9k, folder page 120.7k / 113.6k, 50 contacts 310k / 299k, 100 due
-//! entries 158.5k / 144.8k (-3% to -9%). What remains per entry is redb's cursor and page guards,
-//! moving guards through the boxed iterator, checking UTF-8, and the callers' own copies of ids.
+//! What the first version paid per entry and no longer does: a call through a boxed iterator
+//! (redb's cursor is now a variant of `Entries`, called directly), a byte-at-a-time search for
+//! each string part's end (now a word at a time), a full UTF-8 validation when a key or value is
+//! checked and again when it is read (the check tries ASCII first), formatting the table's name
+//! on each open. Forcing the whole chain inline into the callers' loops was tried and cost more.
+//! What remains, from the profile of `due` (about 0.2k of the 0.47k per entry is moves): each
+//! entry's two redb page guards (about a hundred bytes each) are moved through `Bytes`, `Result`
+//! and `Option` on their way from redb's cursor to the caller, fewer times with the typed tables,
+//! and dropped through `Bytes`; a key is checked when it is read and split again when its value
+//! is asked for (about 0.1k). Closing that needs guards that carry less than redb's per entry.
 
 use std::hint::black_box;
 use std::path::PathBuf;

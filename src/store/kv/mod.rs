@@ -51,7 +51,32 @@ pub enum Direction {
 }
 
 pub type Entry<'a> = (Bytes<'a>, Bytes<'a>);
-pub type Entries<'a> = Box<dyn Iterator<Item = Result<Entry<'a>>> + 'a>;
+
+/// The entries of a range, read lazily. redb's cursor is a variant of its own rather than a boxed
+/// iterator: a scan then calls it directly, and each entry's guards are built where the typed
+/// layer keeps them instead of being moved through a dynamic call (a cost per entry that the
+/// typed redb tables of older releases did not have). Other backends box their iterator.
+// One lives per scan, inside the scan's `Range`: boxing the cursor would cost an allocation per
+// scan to save stack it does not lack.
+#[allow(clippy::large_enum_variant)]
+pub enum Entries<'a> {
+    Embedded(embedded::Cursor<'a>),
+    Boxed(Box<dyn Iterator<Item = Result<Entry<'a>>> + 'a>),
+    Empty,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<Entry<'a>>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Entries::Embedded(cursor) => cursor.next(),
+            Entries::Boxed(entries) => entries.next(),
+            Entries::Empty => None,
+        }
+    }
+}
 
 /// One page of a range: its entries, and the key to resume after when more follow. The store
 /// reads ranges lazily (`range`); pages are for backends and tools that cross a network, and the

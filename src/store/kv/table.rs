@@ -41,6 +41,7 @@ pub struct AccessGuard<'a, V> {
 }
 
 impl<'a, V: Value> AccessGuard<'a, V> {
+    #[inline]
     fn new(bytes: Bytes<'a>) -> Result<Self> {
         V::check(&bytes)?;
         Ok(AccessGuard { bytes, types: PhantomData })
@@ -61,6 +62,7 @@ pub struct KeyGuard<'a, K> {
 }
 
 impl<'a, K: Key> KeyGuard<'a, K> {
+    #[inline]
     fn new(encoded: Bytes<'a>) -> Result<Self> {
         let (bytes, plain) = match K::check_in_place(&encoded, true)? {
             Some([]) => (encoded, false),
@@ -130,6 +132,7 @@ impl<'t, K, V> Range<'t, K, V> {
 impl<'t, K: Key, V: Value> Iterator for Range<'t, K, V> {
     type Item = Result<(KeyGuard<'t, K>, AccessGuard<'t, V>)>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let entries = match &mut self.entries {
             Some(entries) => entries,
@@ -139,14 +142,16 @@ impl<'t, K: Key, V: Value> Iterator for Range<'t, K, V> {
                 match opened {
                     Ok(entries) => self.entries.insert(entries),
                     Err(e) => {
-                        self.entries = Some(Box::new(std::iter::empty()));
+                        self.entries = Some(Entries::Empty);
                         return Some(Err(e));
                     }
                 }
             }
         };
-        let entry = entries.next()?;
-        Some(entry.and_then(|(k, v)| Ok((KeyGuard::new(k)?, AccessGuard::new(v)?))))
+        Some(match entries.next()? {
+            Ok((k, v)) => KeyGuard::new(k).and_then(|k| Ok((k, AccessGuard::new(v)?))),
+            Err(e) => Err(e),
+        })
     }
 }
 

@@ -22,10 +22,12 @@ impl Value for &[u8] {
         out.extend_from_slice(value);
     }
 
+    #[inline]
     fn check(_: &[u8]) -> Result<()> {
         Ok(())
     }
 
+    #[inline]
     fn read(bytes: &[u8]) -> &[u8] {
         bytes
     }
@@ -38,10 +40,17 @@ impl Value for &str {
         out.extend_from_slice(value.as_bytes());
     }
 
+    #[inline]
     fn check(bytes: &[u8]) -> Result<()> {
-        std::str::from_utf8(bytes).map(|_| ()).map_err(|_| corrupt("not UTF-8"))
+        // `read` validates again to make its `&str`: the cheap test first, as for keys.
+        if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+            Ok(())
+        } else {
+            Err(corrupt("not UTF-8"))
+        }
     }
 
+    #[inline]
     fn read(bytes: &[u8]) -> &str {
         // `check` passed on these bytes when they were read from the backend.
         std::str::from_utf8(bytes).unwrap_or_default()
@@ -53,6 +62,7 @@ impl Value for () {
 
     fn write(_: &(), _: &mut Vec<u8>) {}
 
+    #[inline]
     fn check(bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() { Ok(()) } else { Err(corrupt("unit with bytes")) }
     }
@@ -69,10 +79,12 @@ macro_rules! integer_value {
                 out.extend_from_slice(&value.to_be_bytes());
             }
 
+            #[inline]
             fn check(bytes: &[u8]) -> Result<()> {
                 if bytes.len() == size_of::<$t>() { Ok(()) } else { Err(corrupt("integer size")) }
             }
 
+            #[inline]
             fn read(bytes: &[u8]) -> $t {
                 let mut out = [0u8; size_of::<$t>()];
                 if bytes.len() == out.len() {

@@ -355,7 +355,7 @@ impl ReadTable for Rel<'_> {
         hi: Bound<&[u8]>,
         direction: Direction,
     ) -> Result<Entries<'r>> {
-        Ok(Box::new(Pages::new(self, lo, hi, direction)))
+        Ok(Entries::Boxed(Box::new(Pages::new(self, lo, hi, direction))))
     }
 
     fn len(&self) -> Result<u64> {

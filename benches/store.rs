@@ -3,29 +3,27 @@
 //! builds by running each bench executable alternately (the machine's load moves the figures).
 //!
 //! Typed redb tables (before: the store at ebc8467, with this bench's seeding) against the
-//! key-value backend on redb (after), in instructions per call, which do not move with the load:
-//! `valgrind --tool=callgrind` on this executable with `--bench --profile-time 2`, inclusive Ir
-//! over all calls of each `Rtx` method. Before / the backend as first written / now:
-//! 10 mailboxes 67.3k / 76.1k / 72.1k; folder page of 50 77.7k / 123.4k / 95.3k; 50 contacts
-//! 260k / 309k / 287k; 100 due entries 84.4k / 163.3k / 131.6k. Medians, before and now run
-//! alternately twice each on a busy 2-core machine (load ~4.8): a point get 1.59-2.00 /
-//! 1.75-1.76 µs; an email by id 5.59-5.72 / 5.06-5.24 µs; 10 mailboxes 9.2-10.2 / 11.2-11.5 µs;
-//! folder page 12.7-12.9 / 16.5-17.6 µs; 50 contacts 37.7-38.9 / 42.5-43.3 µs; 100 due entries
-//! 20.1-22.1 / 30.9-33.3 µs. Once more at load ~3.5, before / now / the first version: 10
-//! mailboxes 7.2 / 8.2 / 8.1 µs; folder page 8.9 / 11.5 / 13.8 µs; 50 contacts 25.9 / 29.4 /
-//! 31.9 µs; 100 due entries 15.2 / 20.5 / 23.2 µs. Point reads cost the same or less; range scans still do not: about
-//! 0.35-0.55k instructions per entry more than the typed tables, and more in wall time.
+//! key-value backend on redb (after). Instructions per call, which do not move with the load:
+//! `valgrind --tool=callgrind` on each executable with `--bench --profile-time 2`, inclusive Ir
+//! over all calls of each `Rtx` method. Before / the backend as first written / with lazy ranges
+//! only / now, where the store's loops over many entries call `scan`:
+//! - 10 mailboxes: 67.2k / 76.1k / 72.1k / 66.3k
+//! - folder page of 50: 77.7k / 123.4k / 95.3k / 58.8k
+//! - 50 contacts: 260.3k / 309k / 287k / 262.3k (decoding the 50 JSON documents is most of it)
+//! - 100 due entries: 84.4k / 163.3k / 131.6k / 84.4k
 //!
-//! What the first version paid per entry and no longer does: a call through a boxed iterator
-//! (redb's cursor is now a variant of `Entries`, called directly), a byte-at-a-time search for
-//! each string part's end (now a word at a time), a full UTF-8 validation when a key or value is
-//! checked and again when it is read (the check tries ASCII first), formatting the table's name
-//! on each open. Forcing the whole chain inline into the callers' loops was tried and cost more.
-//! What remains, from the profile of `due` (about 0.2k of the 0.47k per entry is moves): each
-//! entry's two redb page guards (about a hundred bytes each) are moved through `Bytes`, `Result`
-//! and `Option` on their way from redb's cursor to the caller, fewer times with the typed tables,
-//! and dropped through `Bytes`; a key is checked when it is read and split again when its value
-//! is asked for (about 0.1k). Closing that needs guards that carry less than redb's per entry.
+//! Criterion medians on a quiet 2-core machine (load 1.7), before and now run alternately twice
+//! each, before / now: a point get 1.36, 1.29 / 1.18, 1.16 µs; 10 mailboxes 7.00, 6.78 / 6.64,
+//! 6.55 µs; an email by id 3.63, 3.85 / 2.48, 2.50 µs; folder page 8.26, 8.42 / 5.90, 6.01 µs;
+//! 50 contacts 23.9, 25.0 / 23.3, 23.5 µs; 100 due entries 12.7, 14.3 / 11.5, 9.9 µs. The
+//! backend costs nothing measurable on redb; it saves time where the store's own code changed
+//! with it (emails by id, the folder page).
+//!
+//! Why `scan` and not only lazy ranges: a lazily read range hands each entry out as redb's two page
+//! guards (about a hundred bytes each), moved through `Bytes`, `Result` and `Option` on their way to
+//! the caller and checked again when read, which cost 0.35-0.55k instructions an entry more than
+//! the typed tables. `scan` lends each entry to a closure where redb's cursor hands it over, and
+//! checks and reads each key and value in one pass.
 
 use std::hint::black_box;
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! The contact book of a domain; the email address (lower-cased) is the upsert key.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow as Flow};
 
 use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
@@ -88,23 +88,23 @@ impl Rtx {
         limit: usize,
     ) -> Result<(Vec<Contact>, bool)> {
         let table = self.tx.open_table(CONTACTS)?;
-        let range = match after {
-            Some(id) => {
-                table.range::<(&str, &str)>((Bound::Excluded((domain, id)), Bound::Unbounded))?
-            }
-            None => table.range((domain, "")..)?,
+        let lo = match after {
+            Some(id) => Bound::Excluded((domain, id)),
+            None => Bound::Included((domain, "")),
         };
         let mut out = Vec::with_capacity(limit.min(128));
-        for entry in range {
-            let (key, value) = entry?;
-            if key.value().0 != domain {
-                break;
+        let mut more = false;
+        table.scan::<(&str, &str)>((lo, Bound::Unbounded), false, |(d, _), value| {
+            if d != domain {
+                return Ok(Flow::Break(()));
             }
             if out.len() == limit {
-                return Ok((out, true));
+                more = true;
+                return Ok(Flow::Break(()));
             }
-            out.push(decode(value.value())?);
-        }
-        Ok((out, false))
+            out.push(decode(value)?);
+            Ok(Flow::Continue(()))
+        })?;
+        Ok((out, more))
     }
 }

@@ -4,6 +4,7 @@
 //! body.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow as Flow;
 
 use super::kv::ReadableTable;
 use mail_parser::{MessageParser, PartType};
@@ -370,26 +371,31 @@ impl Rtx {
     ) -> Result<(Vec<u8>, Option<Position>)> {
         let index = self.tx.open_table(EMAIL_INDEX)?;
         let lo = (mailbox, folder.code(), 0u64, "");
-        let mut entries = match after {
-            Some((at, id)) => index.range(lo..(mailbox, folder.code(), at, id))?,
-            None => index.range(lo..(mailbox, folder.code() + 1, 0u64, ""))?,
-        }
-        .rev();
+        let hi = match after {
+            Some((at, id)) => (mailbox, folder.code(), at, id),
+            None => (mailbox, folder.code() + 1, 0u64, ""),
+        };
         let mut out = Vec::with_capacity(1024);
         out.push(b'[');
-        let mut last = None;
-        for n in 0..limit {
-            let Some(entry) = entries.next() else { break };
-            let (key, value) = entry?;
+        let (mut n, mut more) = (0, false);
+        // The position of the last entry taken, in one buffer rather than a copy per entry.
+        let (mut last_at, mut last_id) = (0, String::new());
+        index.scan(lo..hi, true, |(_, _, at, id), value| {
+            if n == limit {
+                more = true;
+                return Ok(Flow::Break(()));
+            }
             if n > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(value.value());
-            let (_, _, at, id) = key.value();
-            last = Some((at, id.to_owned()));
-        }
+            n += 1;
+            out.extend_from_slice(value);
+            last_at = at;
+            last_id.clear();
+            last_id.push_str(id);
+            Ok(Flow::Continue(()))
+        })?;
         out.push(b']');
-        let more = entries.next().transpose()?.is_some();
-        Ok((out, last.filter(|_| more)))
+        Ok((out, more.then_some((last_at, last_id))))
     }
 }

@@ -1,6 +1,8 @@
 //! Mailboxes: addresses on a hosted domain. Stored in their API shape, so a listing is the stored
 //! documents joined into an array without decoding them.
 
+use std::ops::ControlFlow as Flow;
+
 use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
@@ -126,16 +128,16 @@ impl Rtx {
         let table = self.tx.open_table(MAILBOXES)?;
         let mut out = Vec::with_capacity(256);
         out.push(b'[');
-        for entry in table.range((domain, "")..)? {
-            let (key, value) = entry?;
-            if key.value().0 != domain {
-                break;
+        table.scan((domain, "").., false, |(d, _), value| {
+            if d != domain {
+                return Ok(Flow::Break(()));
             }
             if out.len() > 1 {
                 out.push(b',');
             }
-            out.extend_from_slice(value.value());
-        }
+            out.extend_from_slice(value);
+            Ok(Flow::Continue(()))
+        })?;
         out.push(b']');
         Ok(out)
     }

@@ -3,6 +3,8 @@
 //! when a message is queued, which links bounces and replies back to it. Committing what an
 //! attempt did is `attempts`'.
 
+use std::ops::ControlFlow as Flow;
+
 use super::kv::ReadableTable;
 
 use super::emails::{Email, Folder};
@@ -61,14 +63,13 @@ impl Rtx {
     pub fn due(&self, now: u64, limit: usize) -> Result<Vec<(u64, String)>> {
         let table = self.tx.open_table(QUEUE)?;
         let mut out = Vec::new();
-        for entry in table.range((0u64, "")..)?.take(limit) {
-            let (key, _) = entry?;
-            let (due, id) = key.value();
-            if due > now {
-                break;
+        table.scan((0u64, "").., false, |(due, id), ()| {
+            if due > now || out.len() == limit {
+                return Ok(Flow::Break(()));
             }
             out.push((due, id.to_owned()));
-        }
+            Ok(Flow::Continue(()))
+        })?;
         Ok(out)
     }
 
@@ -83,10 +84,10 @@ impl Rtx {
         let table = self.tx.open_table(QUEUE)?;
         let total = table.len()?;
         let mut due = 0;
-        for entry in table.range((0u64, "")..(now.saturating_add(1), ""))? {
-            entry?;
+        table.scan((0u64, "")..(now.saturating_add(1), ""), false, |_, ()| {
             due += 1;
-        }
+            Ok(Flow::Continue(()))
+        })?;
         let oldest = table.first()?.map(|(k, _)| k.value().0);
         Ok((due, total.saturating_sub(due), oldest))
     }

@@ -1,5 +1,7 @@
 //! Reads and removals over a domain's slice of a table, shared by the entity modules.
 
+use std::ops::ControlFlow as Flow;
+
 use serde::de::DeserializeOwned;
 
 use super::error::Result;
@@ -17,16 +19,15 @@ pub(super) fn scan_index<T: DeserializeOwned>(
     let index = tx.table(index)?;
     let table = tx.table(table)?;
     let mut out = Vec::new();
-    for entry in index.range((domain, "")..)? {
-        let (key, _) = entry?;
-        let (d, id) = key.value();
+    index.scan((domain, "").., false, |(d, id), ()| {
         if d != domain {
-            break;
+            return Ok(Flow::Break(()));
         }
         if let Some(v) = table.get(id)? {
             out.push(decode(v.value())?);
         }
-    }
+        Ok(Flow::Continue(()))
+    })?;
     Ok(out)
 }
 
@@ -51,14 +52,13 @@ pub(super) fn drain_domain<V: Value + 'static>(
     domain: &str,
 ) -> Result<usize> {
     let mut keys = Vec::new();
-    for entry in table.range((domain, "")..)? {
-        let (key, _) = entry?;
-        let (d, k) = key.value();
+    table.scan((domain, "").., false, |(d, k), _| {
         if d != domain {
-            break;
+            return Ok(Flow::Break(()));
         }
         keys.push(k.to_owned());
-    }
+        Ok(Flow::Continue(()))
+    })?;
     for key in &keys {
         table.remove((domain, key.as_str()))?;
     }
@@ -72,12 +72,12 @@ where
     Tb: ReadableTable<(&'static str, &'static str), &'static [u8]>,
 {
     let mut out = Vec::new();
-    for entry in table.range((domain, "")..)? {
-        let (key, value) = entry?;
-        if key.value().0 != domain {
-            break;
+    table.scan((domain, "").., false, |(d, _), value| {
+        if d != domain {
+            return Ok(Flow::Break(()));
         }
-        out.push(decode(value.value())?);
-    }
+        out.push(decode(value)?);
+        Ok(Flow::Continue(()))
+    })?;
     Ok(out)
 }

@@ -12,7 +12,8 @@ use redb::{
 
 use super::super::error::{Error, Result};
 use super::{
-    Backend, Bytes, Direction, Entries, ReadTable, ReadTxn, Transaction, WriteTable, WriteTxn,
+    Backend, Bytes, Direction, Entries, ReadTable, ReadTxn, Transaction, Visit, WriteTable,
+    WriteTxn,
 };
 
 type Raw<'n> = TableDefinition<'n, &'static [u8], &'static [u8]>;
@@ -31,12 +32,19 @@ fn bytes<'a>(guard: redb::AccessGuard<'a, &'static [u8]>) -> Bytes<'a> {
     Bytes::Embedded(Guard(guard))
 }
 
-fn name(table: &str) -> String {
-    // Every scan opens its table: a plain copy costs a fraction of what formatting does.
-    let mut name = String::with_capacity(PREFIX.len() + table.len());
-    name.push_str(PREFIX);
-    name.push_str(table);
-    name
+/// Calls `open` with the redb name of `table`. Every read opens its tables: the name is built on
+/// the stack (the store's names are short), without the allocation a `String` costs.
+fn named<T>(table: &str, open: impl FnOnce(&str) -> T) -> T {
+    let mut buf = [0u8; 64];
+    let len = PREFIX.len() + table.len();
+    if let Some(name) = buf.get_mut(..len) {
+        name[..PREFIX.len()].copy_from_slice(PREFIX.as_bytes());
+        name[PREFIX.len()..].copy_from_slice(table.as_bytes());
+        if let Ok(name) = std::str::from_utf8(name) {
+            return open(name);
+        }
+    }
+    open(&format!("{PREFIX}{table}"))
 }
 
 const PREFIX: &str = "kv/";
@@ -124,12 +132,13 @@ struct Snapshot(ReadTransaction);
 
 impl ReadTxn for Snapshot {
     fn table(&self, table: &str) -> Result<Box<dyn ReadTable + '_>> {
-        let name = name(table);
-        match self.0.open_table(Raw::new(&name)) {
-            Ok(t) => Ok(Box::new(ReadOnly(t))),
-            Err(TableError::TableDoesNotExist(_)) => Ok(Box::new(Missing)),
-            Err(e) => Err(e.into()),
-        }
+        named(table, |name| -> Result<Box<dyn ReadTable>> {
+            match self.0.open_table(Raw::new(name)) {
+                Ok(t) => Ok(Box::new(ReadOnly(t))),
+                Err(TableError::TableDoesNotExist(_)) => Ok(Box::new(Missing)),
+                Err(e) => Err(e.into()),
+            }
+        })
     }
 }
 
@@ -144,8 +153,7 @@ impl Embedded {
 
 impl WriteTxn for Embedded {
     fn table(&self, table: &str) -> Result<Box<dyn WriteTable + '_>> {
-        let name = name(table);
-        Ok(Box::new(Writable(self.0.open_table(Raw::new(&name))?)))
+        Ok(Box::new(Writable(named(table, |name| self.0.open_table(Raw::new(name)))?)))
     }
 }
 
@@ -186,25 +194,55 @@ impl<'a> Iterator for Cursor<'a> {
     }
 }
 
+/// Whether a range holds nothing by its bounds alone: redb refuses one whose start lies after
+/// its end.
+fn empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(l), Bound::Included(h)) => l > h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => {
+            l >= h
+        }
+        _ => false,
+    }
+}
+
 fn range<'r>(
     table: &'r impl ReadableTable<&'static [u8], &'static [u8]>,
     lo: Bound<&[u8]>,
     hi: Bound<&[u8]>,
     direction: Direction,
 ) -> Result<Entries<'r>> {
-    // redb refuses a range whose start lies after its end; such a range is empty.
-    let empty = match (lo, hi) {
-        (Bound::Included(l), Bound::Included(h)) => l > h,
-        (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => {
-            l >= h
-        }
-        _ => false,
-    };
-    if empty {
+    if empty(lo, hi) {
         return Ok(Entries::Empty);
     }
     let range = table.range::<&[u8]>((lo, hi))?;
     Ok(Entries::Embedded(Cursor { range, direction }))
+}
+
+fn scan(
+    table: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+    direction: Direction,
+    each: Visit<'_>,
+) -> Result<()> {
+    if empty(lo, hi) {
+        return Ok(());
+    }
+    let mut range = table.range::<&[u8]>((lo, hi))?;
+    // Each entry's guards are used where redb hands them over and dropped there: this is the
+    // per-entry cost of redb's own typed tables, which a lazily read range adds to.
+    loop {
+        let entry = match direction {
+            Direction::Forward => range.next(),
+            Direction::Backward => range.next_back(),
+        };
+        let Some(entry) = entry else { return Ok(()) };
+        let (k, v) = entry?;
+        if each(k.value(), v.value())?.is_break() {
+            return Ok(());
+        }
+    }
 }
 
 /// Both of redb's table kinds read alike; one body serves them.
@@ -222,6 +260,16 @@ macro_rules! read_table {
                 direction: Direction,
             ) -> Result<Entries<'r>> {
                 range(&self.0, lo, hi, direction)
+            }
+
+            fn scan(
+                &self,
+                lo: Bound<&[u8]>,
+                hi: Bound<&[u8]>,
+                direction: Direction,
+                each: Visit<'_>,
+            ) -> Result<()> {
+                scan(&self.0, lo, hi, direction, each)
             }
 
             fn len(&self) -> Result<u64> {

@@ -19,18 +19,16 @@ pub trait Key {
     type SelfType<'a>;
     /// Appends the order-preserving bytes of `value`; `last` when no part follows it.
     fn encode(value: &Self::SelfType<'_>, last: bool, out: &mut Vec<u8>);
-    /// Checks this part at the front of `encoded`; returns what follows it, or `None` when the
-    /// part escapes a zero byte, so that the key must be read from its plain layout instead.
-    fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>>;
-    /// Reads this part off the front of an encoding `check_in_place` accepted whole; returns it
-    /// and what follows it.
+    /// Checks and reads this part at the front of `encoded` in one pass; returns it and what
+    /// follows it, or `None` when the part escapes a zero byte, so that the key must be read
+    /// from its plain layout instead.
+    fn decode<'a>(encoded: &'a [u8], last: bool) -> Result<Option<(Self::SelfType<'a>, &'a [u8])>>;
+    /// Reads this part off the front of an encoding `decode` accepted whole; returns it and what
+    /// follows it.
     fn in_place<'a>(encoded: &'a [u8], last: bool) -> (Self::SelfType<'a>, &'a [u8]);
     /// Reads this part off the front of `encoded`, appending its plain layout to `plain`;
     /// returns what follows it.
     fn to_plain<'e>(encoded: &'e [u8], last: bool, plain: &mut Vec<u8>) -> Result<&'e [u8]>;
-    /// Checks that `encoded` is a whole single-part key of this type (whose plain layout is
-    /// itself).
-    fn check_plain(encoded: &[u8]) -> Result<()>;
     /// Reads this part off the front of `plain`; returns it and what follows it.
     fn from_plain<'a>(plain: &'a [u8], last: bool) -> (Self::SelfType<'a>, &'a [u8]);
 }
@@ -163,8 +161,8 @@ impl Key for &[u8] {
     }
 
     #[inline]
-    fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>> {
-        Ok(unescaped_end(encoded, last)?.map(|(_, next)| &encoded[next..]))
+    fn decode(encoded: &[u8], last: bool) -> Result<Option<(&[u8], &[u8])>> {
+        Ok(unescaped_end(encoded, last)?.map(|(end, next)| (&encoded[..end], &encoded[next..])))
     }
 
     #[inline]
@@ -174,10 +172,6 @@ impl Key for &[u8] {
 
     fn to_plain<'e>(encoded: &'e [u8], last: bool, plain: &mut Vec<u8>) -> Result<&'e [u8]> {
         bytes_to_plain(encoded, last, plain)
-    }
-
-    fn check_plain(_: &[u8]) -> Result<()> {
-        Ok(())
     }
 
     fn from_plain(plain: &[u8], last: bool) -> (&[u8], &[u8]) {
@@ -193,16 +187,16 @@ impl Key for &str {
     }
 
     #[inline]
-    fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>> {
+    fn decode(encoded: &[u8], last: bool) -> Result<Option<(&str, &[u8])>> {
         let Some((end, next)) = unescaped_end(encoded, last)? else { return Ok(None) };
-        Self::check_plain(&encoded[..end])?;
-        Ok(Some(&encoded[next..]))
+        let text = std::str::from_utf8(&encoded[..end]).map_err(|_| corrupt("not UTF-8"))?;
+        Ok(Some((text, &encoded[next..])))
     }
 
     #[inline]
     fn in_place(encoded: &[u8], last: bool) -> (&str, &[u8]) {
         let (text, rest) = bytes_in_place(encoded, last);
-        // Checked by `check_in_place` when the key was read.
+        // Checked by `decode` when the key was read.
         (std::str::from_utf8(text).unwrap_or_default(), rest)
     }
 
@@ -214,19 +208,9 @@ impl Key for &str {
         Ok(rest)
     }
 
-    fn check_plain(encoded: &[u8]) -> Result<()> {
-        // `in_place` validates again to make its `&str`; a scan pays for both, so the check
-        // takes the cheap test that answers for nearly every stored key first.
-        if encoded.is_ascii() || std::str::from_utf8(encoded).is_ok() {
-            Ok(())
-        } else {
-            Err(corrupt("not UTF-8"))
-        }
-    }
-
     fn from_plain(plain: &[u8], last: bool) -> (&str, &[u8]) {
         let (text, rest) = bytes_from_plain(plain, last);
-        // Checked by `to_plain` or `check_plain` when the plain layout was made.
+        // Checked by `to_plain` when the plain layout was made, or by `decode`.
         (std::str::from_utf8(text).unwrap_or_default(), rest)
     }
 }
@@ -241,9 +225,12 @@ macro_rules! integer_key {
             }
 
             #[inline]
-            fn check_in_place(encoded: &[u8], _: bool) -> Result<Option<&[u8]>> {
+            fn decode(encoded: &[u8], _: bool) -> Result<Option<($t, &[u8])>> {
                 const N: usize = size_of::<$t>();
-                encoded.get(N..).map(Some).ok_or_else(|| corrupt("short integer"))
+                let Some((part, rest)) = encoded.split_first_chunk::<N>() else {
+                    return Err(corrupt("short integer"));
+                };
+                Ok(Some((<$t>::from_be_bytes(*part), rest)))
             }
 
             #[inline]
@@ -256,10 +243,6 @@ macro_rules! integer_key {
                 let part = encoded.get(..N).ok_or_else(|| corrupt("short integer"))?;
                 plain.extend_from_slice(part);
                 Ok(&encoded[N..])
-            }
-
-            fn check_plain(encoded: &[u8]) -> Result<()> {
-                if encoded.len() == size_of::<$t>() { Ok(()) } else { Err(corrupt("integer size")) }
             }
 
             fn from_plain(plain: &[u8], _: bool) -> ($t, &[u8]) {
@@ -288,10 +271,14 @@ macro_rules! tuple_key {
             }
 
             #[inline]
-            fn check_in_place(encoded: &[u8], last: bool) -> Result<Option<&[u8]>> {
+            fn decode<'a>(
+                encoded: &'a [u8],
+                last: bool,
+            ) -> Result<Option<(Self::SelfType<'a>, &'a [u8])>> {
                 let rest = encoded;
-                $(let Some(rest) = $name::check_in_place(rest, false)? else { return Ok(None) };)+
-                $lname::check_in_place(rest, last)
+                $(let Some(($v, rest)) = $name::decode(rest, false)? else { return Ok(None) };)+
+                let Some(($lv, rest)) = $lname::decode(rest, last)? else { return Ok(None) };
+                Ok(Some((($($v,)+ $lv), rest)))
             }
 
             #[inline]
@@ -306,10 +293,6 @@ macro_rules! tuple_key {
                 let rest = encoded;
                 $(let rest = $name::to_plain(rest, false, plain)?;)+
                 $lname::to_plain(rest, last, plain)
-            }
-
-            fn check_plain(_: &[u8]) -> Result<()> {
-                Err(corrupt("a tuple key is never plain as encoded"))
             }
 
             fn from_plain<'a>(plain: &'a [u8], last: bool) -> (Self::SelfType<'a>, &'a [u8]) {
@@ -338,19 +321,20 @@ mod tests {
             for n in [0u64, 1, u64::MAX] {
                 for id in ["", "x", "x\0y"] {
                     let encoded = encode_key::<K3<'_>>(&(d, n, id));
-                    let checked = <K3<'_>>::check_in_place(&encoded, true);
-                    let checked = checked.unwrap_or_else(|e| panic!("{d:?}: {e}"));
+                    let decoded = <K3<'_>>::decode(&encoded, true);
+                    let decoded = decoded.unwrap_or_else(|e| panic!("{d:?}: {e}"));
                     if d.contains('\0') {
-                        assert!(checked.is_none(), "{d:?} escapes a zero: read from plain");
+                        assert!(decoded.is_none(), "{d:?} escapes a zero: read from plain");
                         continue;
                     }
-                    assert_eq!(checked, Some(&[][..]), "{d:?} is read whole, in place");
+                    assert_eq!(decoded, Some(((d, n, id), &[][..])), "{d:?} is read in place");
                     assert_eq!(<K3<'_>>::in_place(&encoded, true).0, (d, n, id));
                 }
             }
         }
         let bytes = encode_key::<(u32, &[u8])>(&(7, b"\0\xFF"));
-        assert_eq!(<(u32, &[u8])>::check_in_place(&bytes, true).ok(), Some(Some(&[][..])));
+        let decoded = <(u32, &[u8])>::decode(&bytes, true).ok().flatten();
+        assert_eq!(decoded, Some(((7, &b"\0\xFF"[..]), &[][..])));
         assert_eq!(<(u32, &[u8])>::in_place(&bytes, true).0, (7, &b"\0\xFF"[..]));
     }
 
@@ -374,12 +358,12 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_key_checked_in_place_is_an_error() {
+    fn a_damaged_key_decoded_in_place_is_an_error() {
         type S2<'a> = (&'a str, &'a str);
-        assert!(<S2<'_>>::check_in_place(b"abc", true).is_err(), "unterminated");
-        assert!(<S2<'_>>::check_in_place(b"a\0\x05b", true).is_err(), "bad escape");
-        assert!(<S2<'_>>::check_in_place(b"\xFF\0\x01b", true).is_err(), "not UTF-8");
-        assert!(<S2<'_>>::check_in_place(b"a\0\x01\xFF", true).is_err(), "last not UTF-8");
-        assert!(<(&str, u64)>::check_in_place(b"a\0\x01\0\0", true).is_err(), "short integer");
+        assert!(<S2<'_>>::decode(b"abc", true).is_err(), "unterminated");
+        assert!(<S2<'_>>::decode(b"a\0\x05b", true).is_err(), "bad escape");
+        assert!(<S2<'_>>::decode(b"\xFF\0\x01b", true).is_err(), "not UTF-8");
+        assert!(<S2<'_>>::decode(b"a\0\x01\xFF", true).is_err(), "last not UTF-8");
+        assert!(<(&str, u64)>::decode(b"a\0\x01\0\0", true).is_err(), "short integer");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::borrow::Borrow;
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, ControlFlow, RangeBounds};
 
 use super::super::error::Result;
 use super::key::{Key, corrupt, encode_key};
@@ -64,9 +64,10 @@ pub struct KeyGuard<'a, K> {
 impl<'a, K: Key> KeyGuard<'a, K> {
     #[inline]
     fn new(encoded: Bytes<'a>) -> Result<Self> {
-        let (bytes, plain) = match K::check_in_place(&encoded, true)? {
-            Some([]) => (encoded, false),
-            Some(_) => return Err(corrupt("bytes after the key")),
+        let whole = K::decode(&encoded, true)?.map(|(_, rest)| rest.is_empty());
+        let (bytes, plain) = match whole {
+            Some(true) => (encoded, false),
+            Some(false) => return Err(corrupt("bytes after the key")),
             None => {
                 let mut plain = Vec::with_capacity(encoded.len() + 8);
                 if !K::to_plain(&encoded, true, &mut plain)?.is_empty() {
@@ -171,6 +172,39 @@ pub trait ReadableTable<K: Key, V: Value> {
         let lo = encode_bound::<K, KR>(range.start_bound());
         let hi = encode_bound::<K, KR>(range.end_bound());
         Ok(Range::new(self.raw(), lo, hi))
+    }
+
+    /// Calls `each` with the entries of `range`, from its end when `rev`, until it breaks. For
+    /// loops over many entries that need none of them afterwards: nothing is held or moved per
+    /// entry, and each key and value is checked and read in one pass.
+    fn scan<'a, KR>(
+        &self,
+        range: impl RangeBounds<KR> + 'a,
+        rev: bool,
+        mut each: impl FnMut(K::SelfType<'_>, V::SelfType<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<()>
+    where
+        KR: Borrow<K::SelfType<'a>> + 'a,
+    {
+        let lo = encode_bound::<K, KR>(range.start_bound());
+        let hi = encode_bound::<K, KR>(range.end_bound());
+        let direction = if rev { Direction::Backward } else { Direction::Forward };
+        // Only a key whose parts escape a zero byte is unescaped, into this one buffer.
+        let mut plain = Vec::new();
+        self.raw().scan(as_slice(&lo), as_slice(&hi), direction, &mut |k, v| {
+            let value = V::decode(v)?;
+            match K::decode(k, true)? {
+                Some((key, [])) => each(key, value),
+                Some(_) => Err(corrupt("bytes after the key")),
+                None => {
+                    plain.clear();
+                    if !K::to_plain(k, true, &mut plain)?.is_empty() {
+                        return Err(corrupt("bytes after the key"));
+                    }
+                    each(K::from_plain(&plain, true).0, value)
+                }
+            }
+        })
     }
 
     fn iter(&self) -> Result<Range<'_, K, V>> {

@@ -9,6 +9,12 @@ pub trait Value {
     /// Checks stored bytes once, so that `read` cannot meet bytes it does not understand.
     fn check(bytes: &[u8]) -> Result<()>;
     fn read(bytes: &[u8]) -> Self::SelfType<'_>;
+    /// Checks and reads in one pass, for values used once where they lie.
+    #[inline]
+    fn decode(bytes: &[u8]) -> Result<Self::SelfType<'_>> {
+        Self::check(bytes)?;
+        Ok(Self::read(bytes))
+    }
 }
 
 fn corrupt(what: &str) -> Error {
@@ -54,6 +60,11 @@ impl Value for &str {
     fn read(bytes: &[u8]) -> &str {
         // `check` passed on these bytes when they were read from the backend.
         std::str::from_utf8(bytes).unwrap_or_default()
+    }
+
+    #[inline]
+    fn decode(bytes: &[u8]) -> Result<&str> {
+        std::str::from_utf8(bytes).map_err(|_| corrupt("not UTF-8"))
     }
 }
 

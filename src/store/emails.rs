@@ -10,7 +10,7 @@ use super::kv::ReadableTable;
 use mail_parser::{MessageParser, PartType};
 use serde::{Deserialize, Serialize};
 
-use super::email_doc::{decode_doc, encode_doc, inline_raw};
+use super::email_doc::{InlineRaw, KeptRaw, decode_doc, encode_doc, inline_raw};
 use super::error::{Error, Result};
 pub use super::folder::Folder;
 use super::imap::Place;
@@ -185,7 +185,7 @@ fn lf(s: &str) -> String {
 pub type Position = (u64, String);
 
 /// The email stored under `id` as `bytes`, and the raw message stored with it.
-pub(super) fn read_doc<'b>(id: &str, bytes: &'b [u8]) -> Result<(Email, Option<&'b [u8]>)> {
+pub(super) fn read_doc<'b>(id: &str, bytes: &'b [u8]) -> Result<(Email, Option<InlineRaw<'b>>)> {
     let (mut email, raw): (Email, _) = decode_doc(bytes)?;
     if email.summary.id.is_empty() {
         id.clone_into(&mut email.summary.id);
@@ -193,15 +193,15 @@ pub(super) fn read_doc<'b>(id: &str, bytes: &'b [u8]) -> Result<(Email, Option<&
     Ok((email, raw))
 }
 
-/// `read_doc` of a value read from `EMAILS`, the raw message copied out of it.
-fn owned_doc(id: &str, found: Option<&[u8]>) -> Result<Option<(Email, Option<Vec<u8>>)>> {
+/// `read_doc` of a value read from `EMAILS`, the raw message copied out of it as stored.
+fn owned_doc(id: &str, found: Option<&[u8]>) -> Result<Option<(Email, Option<KeptRaw>)>> {
     let doc = found.map(|bytes| read_doc(id, bytes)).transpose()?;
-    Ok(doc.map(|(email, raw)| (email, raw.map(<[u8]>::to_vec))))
+    Ok(doc.map(|(email, raw)| (email, raw.map(InlineRaw::keep))))
 }
 
 /// The email as stored, and the raw message stored with it: a received copy comes without its
 /// bodies and headers (see `store::inbound`).
-fn stored(tx: &impl Tables, id: &str) -> Result<Option<(Email, Option<Vec<u8>>)>> {
+fn stored(tx: &impl Tables, id: &str) -> Result<Option<(Email, Option<KeptRaw>)>> {
     let table = tx.table(EMAILS)?;
     let found = table.get(id)?;
     owned_doc(id, found.as_ref().map(|v| v.value()))
@@ -235,7 +235,8 @@ impl Wtx<'_> {
         if emails.get(email.summary.id.as_str())?.is_some() {
             return Err(Error::Conflict(format!("email {} already exists", email.summary.id)));
         }
-        emails.insert(email.summary.id.as_str(), encode_doc(email, raw)?.as_slice())?;
+        let doc = encode_doc(email, raw.map(InlineRaw::Plain))?;
+        emails.insert(email.summary.id.as_str(), doc.as_slice())?;
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         self.imap_added(&place(&email.summary))
@@ -269,7 +270,7 @@ impl Wtx<'_> {
         }
         let before = email.summary.clone();
         email.summary.folder = Folder::Trash;
-        emails.insert(id, encode_doc(&email, raw.as_deref())?.as_slice())?;
+        emails.insert(id, encode_doc(&email, raw.as_ref().map(KeptRaw::as_inline))?.as_slice())?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         self.imap_moved(&place(&before), &place(&email.summary))?;
         Ok(Deleted::MovedToTrash)
@@ -284,9 +285,9 @@ impl Wtx<'_> {
         let id = email.summary.id.as_str();
         let old = emails.get(id)?;
         let raw = old.as_ref().map(|v| inline_raw(v.value())).transpose()?.flatten();
-        let raw = raw.map(<[u8]>::to_vec);
+        let raw = raw.map(InlineRaw::keep);
         drop(old);
-        emails.insert(id, encode_doc(email, raw.as_deref())?.as_slice())?;
+        emails.insert(id, encode_doc(email, raw.as_ref().map(KeptRaw::as_inline))?.as_slice())?;
         self.imap_moved(&place(before), &place(&email.summary))
     }
 
@@ -348,9 +349,9 @@ impl Rtx {
 
     /// Puts back the bodies and headers a received copy was stored without, from the raw
     /// message stored with it (`inline`) or linked to it.
-    fn complete(&self, mut email: Email, inline: Option<Vec<u8>>) -> Result<Email> {
+    fn complete(&self, mut email: Email, inline: Option<KeptRaw>) -> Result<Email> {
         let raw = match inline {
-            Some(raw) => Some(raw),
+            Some(raw) => Some(raw.as_inline().to_vec()?),
             None => self.raw_bodies(&email.summary.id)?,
         };
         if let Some(raw) = raw {

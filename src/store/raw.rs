@@ -104,7 +104,7 @@ impl Rtx {
         if let Some(doc) = emails.get(id)?
             && let Some(raw) = inline_raw(doc.value())?
         {
-            return Ok(Some(raw.to_vec()));
+            return Ok(Some(raw.to_vec()?));
         }
         let table = self.tx.open_table(RAW)?;
         let found = table.get(id)?;

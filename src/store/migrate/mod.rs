@@ -10,11 +10,18 @@ use super::kv::{Backend, Db, ReadableTable, Redb, Transaction, WriteTxn};
 use super::tables::*;
 
 /// The layout this build writes.
-pub const SCHEMA_VERSION: u64 = 5;
+pub const SCHEMA_VERSION: u64 = 6;
 
 /// Upgrade steps: `STEPS[n]` turns version `n + 1` into `n + 2`.
 const STEPS: &[fn(&dyn WriteTxn) -> Result<()>] =
-    &[index_batches_by_domain, shared_raw, byte_tables, compact_emails];
+    &[index_batches_by_domain, shared_raw, byte_tables, compact_emails, deflated_raw];
+
+/// Version 6 deflates the raw message kept in a document when that saves space (`email_doc`).
+/// Older documents read as they are; the stamp makes an older build refuse the file rather than
+/// fail on documents it cannot read.
+fn deflated_raw(_: &dyn WriteTxn) -> Result<()> {
+    Ok(())
+}
 
 /// Version 5 writes email documents in a compact tagged form (`email_doc`), keeps received
 /// copies without their bodies, and a message received as one copy without `RAW_OF` and

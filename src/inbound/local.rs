@@ -7,7 +7,7 @@
 use crate::error::Result;
 use crate::ids::{new_id, now_ms};
 use crate::queue::local::{Commit, Handing, Handover, Local};
-use crate::store::{Outcome, Wtx};
+use crate::store::{Outcome, Prepared, Wtx};
 
 use super::{Envelope, Receiver, auth, inspect, link_reply, rfc2822_date};
 
@@ -75,10 +75,11 @@ impl Receiver {
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
+        let prepared = Prepared::of(&full, copies.len());
         // The write may be retried (the disk refused it): each run starts from the same parts.
         let commit: Commit = std::sync::Arc::new(move |w: &mut Wtx<'_>| -> Result<()> {
             let mut template = template.clone();
-            link_reply(w, &parents, &mut template, &copies, &full)?;
+            link_reply(w, &parents, &mut template, &copies, (&full, prepared.clone()))?;
             w.emit_received(&template, &copies, auth)?;
             reports.clone().apply(w, now)
         });

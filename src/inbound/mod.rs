@@ -22,7 +22,7 @@ use mail_auth::MessageAuthenticator;
 use crate::dns::Dns;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
-use crate::store::{Email, Store, Wtx};
+use crate::store::{Email, Prepared, Store, Wtx};
 use crate::tracking::Tokens;
 use auth::Verdict;
 pub use inspect::{Inspected, inspect};
@@ -202,10 +202,11 @@ impl Receiver {
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
+        let prepared = Prepared::of(&full, copies.len());
         self.store
             .write(move |w| {
                 let mut template = template;
-                link_reply(w, &parents, &mut template, &copies, &full)?;
+                link_reply(w, &parents, &mut template, &copies, (&full, prepared))?;
                 w.emit_received(&template, &copies, auth)?;
                 reports.apply(w, now)
             })
@@ -310,7 +311,7 @@ fn link_reply(
     parents: &[String],
     template: &mut Email,
     copies: &[(String, String)],
-    raw: &[u8],
+    (raw, prepared): (&[u8], Prepared),
 ) -> Result<()> {
     let mut reply_of = None;
     for parent in parents {
@@ -334,7 +335,7 @@ fn link_reply(
         template.in_reply_to_id = Some(original.clone());
         w.record_reply(original)?;
     }
-    Ok(w.store_copies(template, copies, raw)?)
+    Ok(w.store_copies(template, copies, raw, Some(prepared))?)
 }
 
 /// `addr` of `"Name" <addr>`, or the whole text when it has no angle brackets.

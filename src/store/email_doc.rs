@@ -92,24 +92,20 @@ impl KeptRaw {
     }
 }
 
-/// `raw` deflated after `out`'s bytes, when that saves a tenth or more; `out` is left as it was
-/// otherwise.
-fn deflate_into(out: &mut Vec<u8>, raw: &[u8]) -> bool {
+/// `raw` deflated, when that saves a tenth or more. Callers run it before their write where
+/// they can: deflate's fastest level still sets up about 100 KiB of tables a message.
+pub(super) fn deflate(raw: &[u8]) -> Option<KeptRaw> {
     if raw.len() < DEFLATE_FROM {
-        return false;
+        return None;
     }
-    let start = out.len();
-    let mut encoder = DeflateEncoder::new(&mut *out, Compression::fast());
-    let done = encoder.write_all(raw).and_then(|()| encoder.try_finish()).is_ok();
-    drop(encoder);
-    if done && out.len() - start < raw.len() - raw.len() / 10 {
-        return true;
-    }
-    out.truncate(start);
-    false
+    let mut encoder = DeflateEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::fast());
+    encoder.write_all(raw).ok()?;
+    let bytes = encoder.finish().ok()?;
+    (bytes.len() < raw.len() - raw.len() / 10)
+        .then_some(KeptRaw { deflated_len: Some(raw.len()), bytes })
 }
 
-/// The bytes stored for a document, with the raw message `inline` when given.
+/// The bytes stored for a document, with the raw message `inline` when given, in the form given.
 pub(super) fn encode_doc<T: Serialize>(doc: &T, inline: Option<InlineRaw<'_>>) -> Result<Vec<u8>> {
     let mut json = serde_json::to_value(doc)?;
     if let Json::Object(members) = &mut json {
@@ -133,18 +129,8 @@ pub(super) fn encode_doc<T: Serialize>(doc: &T, inline: Option<InlineRaw<'_>>) -
             let too_big = || Error::internal("an email document over 4 GiB");
             let len = u32::try_from(out.len() - 5).map_err(|_| too_big())?;
             out[1..5].copy_from_slice(&len.to_le_bytes());
-            let at = out.len();
             match raw {
-                InlineRaw::Plain(raw) => {
-                    let raw_len = u32::try_from(raw.len()).map_err(|_| too_big())?;
-                    out.extend_from_slice(&raw_len.to_le_bytes());
-                    if deflate_into(&mut out, raw) {
-                        out[0] = DEFLATED;
-                    } else {
-                        out.truncate(at);
-                        out.extend_from_slice(raw);
-                    }
-                }
+                InlineRaw::Plain(raw) => out.extend_from_slice(raw),
                 InlineRaw::Deflated { len, bytes } => {
                     out[0] = DEFLATED;
                     let len = u32::try_from(len).map_err(|_| too_big())?;
@@ -254,7 +240,8 @@ mod tests {
         for n in 0..80 {
             text.extend_from_slice(format!("Line {n} of a plain text letter.\r\n").as_bytes());
         }
-        let bytes = encode_doc(&e, Some(InlineRaw::Plain(&text))).expect("encode"); // ok: test
+        let deflated = deflate(&text).expect("text deflates"); // ok: test
+        let bytes = encode_doc(&e, Some(deflated.as_inline())).expect("encode"); // ok: test
         assert_eq!(bytes[0], DEFLATED);
         assert!(bytes.len() < text.len() / 2, "{} of {}", bytes.len(), text.len());
         let (back, raw) = decode_doc::<Email>(&bytes).expect("decode"); // ok: test
@@ -273,15 +260,15 @@ mod tests {
             x ^= x << 17;
             *b = x as u8;
         }
-        let bytes = encode_doc(&e, Some(InlineRaw::Plain(&noise))).expect("encode"); // ok: test
-        assert_eq!(bytes[0], INLINE);
-        assert_eq!(inline_raw(&bytes).expect("split"), Some(InlineRaw::Plain(&noise))); // ok: test
+        assert_eq!(deflate(&noise), None);
+        assert_eq!(deflate(b"From: a\r\n\r\nshort"), None, "too short to gain");
     }
 
     #[test]
     fn a_damaged_deflated_message_is_an_error_not_a_panic() {
         let text = b"All work and no play makes a dull message. ".repeat(40);
-        let good = encode_doc(&sample(), Some(InlineRaw::Plain(&text))).expect("encode"); // ok: test
+        let deflated = deflate(&text).expect("text deflates"); // ok: test
+        let good = encode_doc(&sample(), Some(deflated.as_inline())).expect("encode"); // ok: test
         let cut = &good[..good.len() - 8];
         let mut longer = good.clone();
         let json_len = u32::from_le_bytes([good[1], good[2], good[3], good[4]]) as usize;

@@ -230,12 +230,16 @@ impl Wtx<'_> {
     }
 
     /// `insert_email`, with the message's raw bytes kept in its document when given.
-    pub(super) fn insert_email_with(&mut self, email: &Email, raw: Option<&[u8]>) -> Result<()> {
+    pub(super) fn insert_email_with(
+        &mut self,
+        email: &Email,
+        raw: Option<InlineRaw<'_>>,
+    ) -> Result<()> {
         let mut emails = self.tx.open_table(EMAILS)?;
         if emails.get(email.summary.id.as_str())?.is_some() {
             return Err(Error::Conflict(format!("email {} already exists", email.summary.id)));
         }
-        let doc = encode_doc(email, raw.map(InlineRaw::Plain))?;
+        let doc = encode_doc(email, raw)?;
         emails.insert(email.summary.id.as_str(), doc.as_slice())?;
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;

@@ -86,7 +86,7 @@ impl Wtx<'_> {
         let (mailbox, folder) = (email.summary.mailbox.clone(), email.summary.folder);
         self.imap_open(&mailbox, folder, now)?;
         let id = email.summary.id.clone();
-        self.store_copies(email, &[(id.clone(), mailbox.clone())], raw)?;
+        self.store_copies(email, &[(id.clone(), mailbox.clone())], raw, None)?;
         self.imap_put_flags(&mailbox, folder.code(), &id, flags)?;
         self.imap_uid(&id)
     }

@@ -9,6 +9,7 @@
 //! document (`email_doc`) up to `INLINE_LIMIT`; one to several, or a larger one, is a blob.
 
 use super::Wtx;
+use super::email_doc::{InlineRaw, KeptRaw, deflate};
 use super::emails::Email;
 use super::error::Result;
 use super::events::{EventType, received_data};
@@ -17,15 +18,30 @@ use super::events::{EventType, received_data};
 /// past a page or two sharing a page with it saves nothing.
 const INLINE_LIMIT: usize = 64 * 1024;
 
+/// The form a received message takes in its copy's document, worked out before the write
+/// (`Prepared::of`): deflating then runs beside other sessions rather than on the writer thread,
+/// which every write waits on.
+#[derive(Clone)]
+pub struct Prepared(Option<KeptRaw>);
+
+impl Prepared {
+    /// For `raw` going to `copies` mailboxes.
+    pub fn of(raw: &[u8], copies: usize) -> Prepared {
+        Prepared(if copies == 1 && raw.len() <= INLINE_LIMIT { deflate(raw) } else { None })
+    }
+}
+
 impl Wtx<'_> {
     /// Stores a copy of `template` per `(id, mailbox)` and, once for all of them, the raw
-    /// message. Each copy is written from `template` without first being cloned, so a large message's bodies exist once in memory
-    /// however many mailboxes it goes to.
+    /// message. Each copy is written from `template` without first being cloned, so a large
+    /// message's bodies exist once in memory however many mailboxes it goes to. `prepared`, when
+    /// given, is `Prepared::of(raw, copies.len())`.
     pub fn store_copies(
         &mut self,
         template: &Email,
         copies: &[(String, String)],
         raw: &[u8],
+        prepared: Option<Prepared>,
     ) -> Result<()> {
         if copies.is_empty() {
             return Ok(());
@@ -36,7 +52,9 @@ impl Wtx<'_> {
         {
             doc.summary.id.clone_from(id);
             doc.summary.mailbox.clone_from(mailbox);
-            return self.insert_email_with(&doc, Some(raw));
+            let Prepared(deflated) = prepared.unwrap_or_else(|| Prepared::of(raw, 1));
+            let inline = deflated.as_ref().map_or(InlineRaw::Plain(raw), KeptRaw::as_inline);
+            return self.insert_email_with(&doc, Some(inline));
         }
         let blob = crate::ids::new_id("raw");
         for (id, mailbox) in copies {
@@ -168,7 +186,7 @@ mod tests {
     fn store_all(w: &mut Wtx<'_>, copies: &[Email], raw: &[u8]) -> Result<()> {
         let pairs: Vec<(String, String)> =
             copies.iter().map(|c| (c.summary.id.clone(), c.summary.mailbox.clone())).collect();
-        w.store_copies(&copies[0], &pairs, raw)
+        w.store_copies(&copies[0], &pairs, raw, None)
     }
 
     fn remove(store: &Store, id: &str) {

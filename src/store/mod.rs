@@ -110,6 +110,7 @@ pub use file::Options;
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
 pub use imap::{ImapEntry, ImapFolder, ImapMeta};
+pub use inbound::Prepared;
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::{Mailbox, MailboxPatch};
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};

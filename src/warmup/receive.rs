@@ -127,7 +127,7 @@ fn accept(w: &mut Wtx<'_>, a: Candidate, delays: &[u64]) -> Result<Option<(Strin
     template.summary.folder = Folder::Warmup;
     let copies: Vec<(String, String)> =
         a.recipients.iter().map(|r| (new_id("em"), r.clone())).collect();
-    w.store_copies(&template, &copies, &a.raw)?;
+    w.store_copies(&template, &copies, &a.raw, None)?;
     // Landed: the message reached a partner's mailbox authenticated, so an inbox provider would
     // file it in the inbox. A local sender learns it here; a peer-bound message learns it from
     // the peer's reply.

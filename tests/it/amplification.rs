@@ -169,7 +169,7 @@ fn a_large_copy_reads_back_exactly_as_inbound_parsing_made_it() {
     let pairs: Vec<(String, String)> =
         copies.iter().map(|c| (c.summary.id.clone(), c.summary.mailbox.clone())).collect();
     let (template, shared) = (parsed.clone(), raw.clone());
-    store.write_blocking(move |w| w.store_copies(&template, &pairs, &shared)).expect("store");
+    store.write_blocking(move |w| w.store_copies(&template, &pairs, &shared, None)).expect("store");
     for copy in copies {
         let (id, raw) = (copy.summary.id.clone(), raw.clone());
         let (email, by_id, kept) = store

@@ -29,14 +29,14 @@ pub fn parse_upsert(body: &[u8]) -> Result<(String, String)> {
 }
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
-    let domain = ctx.domain()?.to_owned();
+    let domain = ctx.domain()?;
     let limit = int_param(ctx.query_value("limit"), "limit", 1, 500, 100)? as usize;
     let after = ctx.query_value("cursor").map(|c| paging::parse_contact_cursor(&c)).transpose()?;
-    let (contacts, more) =
-        ctx.app.store.read(move |r| r.contacts_page(&domain, after.as_deref(), limit)).await?;
-    let mut reply = Reply::ok(&contacts)?;
-    if let Some(last) = contacts.last().filter(|_| more) {
-        let cursor = paging::contact_cursor(&last.id);
+    let (json, last) =
+        ctx.app.store.read(|r| r.contacts_page_json(domain, after.as_deref(), limit)).await?;
+    let mut reply = Reply::json_bytes(hyper::StatusCode::OK, json.into());
+    if let Some(last) = last {
+        let cursor = paging::contact_cursor(&last);
         paging::link_next(&mut reply, "/v1/contacts", ctx.query.as_deref(), &cursor);
     }
     Ok(reply)

@@ -104,8 +104,8 @@ pub fn local_part_of(value: &str, domain: &str) -> Result<String> {
 }
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
-    let domain = ctx.domain()?.to_owned();
-    let json = ctx.app.store.read(move |r| r.mailboxes_json(&domain)).await?;
+    let domain = ctx.domain()?;
+    let json = ctx.app.store.read(|r| r.mailboxes_json(domain)).await?;
     Ok(Reply::json_bytes(hyper::StatusCode::OK, json.into()))
 }
 

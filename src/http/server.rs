@@ -85,10 +85,12 @@ async fn handle(
 ) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
     let method = req.method().clone();
-    let mut path = req.uri().path().to_owned();
+    // The URI shares hyper's buffer: keeping it for the log line copies nothing.
+    let uri = req.uri().clone();
+    let mut hidden = None;
     let mut key_id = None;
     let mut route = crate::metrics::UNMATCHED;
-    let seen = Seen { key_id: &mut key_id, logged_path: &mut path, route: &mut route };
+    let seen = Seen { key_id: &mut key_id, hidden_path: &mut hidden, route: &mut route };
     let reply = match dispatch(&app, &router, peer, req, seen).await {
         Ok(reply) => reply,
         Err(error) => error_reply(&error, &app.documentation_url),
@@ -96,7 +98,7 @@ async fn handle(
     tracing::info!(
         target: "edgemail::request",
         method = %method,
-        path = %path,
+        path = hidden.unwrap_or(uri.path()),
         status = reply.status.as_u16(),
         micros = started.elapsed().as_micros() as u64,
         key = key_id.as_deref().unwrap_or("-"),
@@ -108,7 +110,8 @@ async fn handle(
 /// What the request's log line and metrics learn while it is dispatched.
 struct Seen<'a> {
     key_id: &'a mut Option<Arc<str>>,
-    logged_path: &'a mut String,
+    /// What the log shows instead of a path that must not be logged.
+    hidden_path: &'a mut Option<&'static str>,
     /// The route template, the only form of the path that metrics see.
     route: &'a mut &'static str,
 }
@@ -120,11 +123,11 @@ async fn dispatch(
     req: Request<Incoming>,
     seen: Seen<'_>,
 ) -> Result<super::reply::Reply> {
-    let Seen { key_id, logged_path, route } = seen;
+    let Seen { key_id, hidden_path, route } = seen;
     if let Some(template) = router.link_template(req.uri().path()) {
         // Link tokens name a recipient: the log shows the route, never the token, also when the
         // request is refused before any route matches.
-        *logged_path = template.to_owned();
+        *hidden_path = Some(template);
         *route = template;
     }
     let matched = router.find(req.method(), req.uri().path())?;

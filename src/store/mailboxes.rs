@@ -126,7 +126,8 @@ impl Rtx {
     /// The domain's mailboxes as a JSON array, straight from the stored documents.
     pub fn mailboxes_json(&self, domain: &str) -> Result<Vec<u8>> {
         let table = self.tx.open_table(MAILBOXES)?;
-        let mut out = Vec::with_capacity(256);
+        // Room for a page of ten mailboxes, so that the usual listing never grows its buffer.
+        let mut out = Vec::with_capacity(2048);
         out.push(b'[');
         table.scan((domain, "").., false, |(d, _), value| {
             if d != domain {

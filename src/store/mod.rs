@@ -93,7 +93,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kv::{Backend, Key, ReadTxn, ReadableTable, TableDefinition, Value, WriteTxn};
+use kv::{Backend, Key, ReadableTable, TableDefinition, Value, WriteTxn};
 use scan::{drain_domain, get_json, scan_domain, scan_index};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -153,7 +153,7 @@ pub struct Wtx<'a> {
 
 /// A consistent snapshot for reading.
 pub struct Rtx {
-    tx: Box<dyn ReadTxn>,
+    tx: kv::Snapshot,
 }
 
 impl Store {

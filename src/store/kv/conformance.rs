@@ -23,9 +23,9 @@ fn write<B: Backend, R>(backend: &B, work: impl FnOnce(&dyn WriteTxn) -> Result<
     out
 }
 
-fn read<B: Backend, R>(backend: &B, work: impl FnOnce(&dyn ReadTxn) -> Result<R>) -> R {
+fn read<B: Backend, R>(backend: &B, work: impl FnOnce(&Snapshot) -> Result<R>) -> R {
     let tx = ok(backend.read());
-    ok(work(&*tx))
+    ok(work(&tx))
 }
 
 fn keys(range: Range<'_, (&str, u64, &str), &[u8]>) -> Result<Vec<(String, u64, String)>> {

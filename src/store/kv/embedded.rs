@@ -12,8 +12,8 @@ use redb::{
 
 use super::super::error::{Error, Result};
 use super::{
-    Backend, Bytes, Direction, Entries, ReadTable, ReadTxn, Transaction, Visit, WriteTable,
-    WriteTxn,
+    Backend, Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Snapshot as AnySnapshot,
+    Transaction, Visit, WriteTable, WriteTxn,
 };
 
 type Raw<'n> = TableDefinition<'n, &'static [u8], &'static [u8]>;
@@ -119,8 +119,8 @@ impl Redb {
 }
 
 impl Backend for Redb {
-    fn read(&self) -> Result<Box<dyn ReadTxn>> {
-        Ok(Box::new(Snapshot(self.db.begin_read()?)))
+    fn read(&self) -> Result<AnySnapshot> {
+        Ok(AnySnapshot::Embedded(Snapshot(self.db.begin_read()?)))
     }
 
     fn write(&self) -> Result<Box<dyn Transaction>> {
@@ -128,16 +128,14 @@ impl Backend for Redb {
     }
 }
 
-struct Snapshot(ReadTransaction);
+pub struct Snapshot(ReadTransaction);
 
 impl ReadTxn for Snapshot {
-    fn table(&self, table: &str) -> Result<Box<dyn ReadTable + '_>> {
-        named(table, |name| -> Result<Box<dyn ReadTable>> {
-            match self.0.open_table(Raw::new(name)) {
-                Ok(t) => Ok(Box::new(ReadOnly(t))),
-                Err(TableError::TableDoesNotExist(_)) => Ok(Box::new(Missing)),
-                Err(e) => Err(e.into()),
-            }
+    fn table(&self, table: &str) -> Result<Opened<'_>> {
+        named(table, |name| match self.0.open_table(Raw::new(name)) {
+            Ok(t) => Ok(Opened::Embedded(ReadOnly(t))),
+            Err(TableError::TableDoesNotExist(_)) => Ok(Opened::Empty),
+            Err(e) => Err(e.into()),
         })
     }
 }
@@ -167,10 +165,8 @@ impl Transaction for Embedded {
     }
 }
 
-struct ReadOnly(redb::ReadOnlyTable<&'static [u8], &'static [u8]>);
+pub struct ReadOnly(redb::ReadOnlyTable<&'static [u8], &'static [u8]>);
 struct Writable<'t>(redb::Table<'t, &'static [u8], &'static [u8]>);
-/// A table no write has created yet: empty.
-struct Missing;
 
 /// redb's range in one direction.
 pub struct Cursor<'a> {
@@ -290,19 +286,5 @@ impl WriteTable for Writable<'_> {
 
     fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
         Ok(self.0.remove(key)?.map(bytes))
-    }
-}
-
-impl ReadTable for Missing {
-    fn get(&self, _: &[u8]) -> Result<Option<Bytes<'_>>> {
-        Ok(None)
-    }
-
-    fn range<'r>(&'r self, _: Bound<&[u8]>, _: Bound<&[u8]>, _: Direction) -> Result<Entries<'r>> {
-        Ok(Entries::Empty)
-    }
-
-    fn len(&self) -> Result<u64> {
-        Ok(0)
     }
 }

@@ -153,7 +153,76 @@ pub trait WriteTable: ReadTable {
 
 /// A consistent snapshot.
 pub trait ReadTxn {
-    fn table(&self, name: &str) -> Result<Box<dyn ReadTable + '_>>;
+    fn table(&self, name: &str) -> Result<Opened<'_>>;
+}
+
+/// A table opened by a read transaction: redb's held as it is, a table never written as empty,
+/// other backends' boxed. Every API read opens a table or two, and an allocation each is a
+/// measurable share of a short read.
+pub enum Opened<'a> {
+    Embedded(embedded::ReadOnly),
+    Empty,
+    Boxed(Box<dyn ReadTable + 'a>),
+}
+
+impl ReadTable for Opened<'_> {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        match self {
+            Opened::Embedded(t) => t.get(key),
+            Opened::Empty => Ok(None),
+            Opened::Boxed(t) => t.get(key),
+        }
+    }
+
+    fn range<'r>(
+        &'r self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Result<Entries<'r>> {
+        match self {
+            Opened::Embedded(t) => t.range(lo, hi, direction),
+            Opened::Empty => Ok(Entries::Empty),
+            Opened::Boxed(t) => t.range(lo, hi, direction),
+        }
+    }
+
+    fn len(&self) -> Result<u64> {
+        match self {
+            Opened::Embedded(t) => t.len(),
+            Opened::Empty => Ok(0),
+            Opened::Boxed(t) => t.len(),
+        }
+    }
+
+    fn scan(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+        each: Visit<'_>,
+    ) -> Result<()> {
+        match self {
+            Opened::Embedded(t) => t.scan(lo, hi, direction, each),
+            Opened::Empty => Ok(()),
+            Opened::Boxed(t) => t.scan(lo, hi, direction, each),
+        }
+    }
+}
+
+/// A read transaction of any backend: redb's held as it is, others boxed.
+pub enum Snapshot {
+    Embedded(embedded::Snapshot),
+    Boxed(Box<dyn ReadTxn>),
+}
+
+impl ReadTxn for Snapshot {
+    fn table(&self, name: &str) -> Result<Opened<'_>> {
+        match self {
+            Snapshot::Embedded(tx) => tx.table(name),
+            Snapshot::Boxed(tx) => tx.table(name),
+        }
+    }
 }
 
 /// A write transaction: what it writes is seen by its own reads, and by others once committed.
@@ -169,7 +238,7 @@ pub trait Transaction: WriteTxn {
 
 /// A store of named ordered tables.
 pub trait Backend: Send + Sync {
-    fn read(&self) -> Result<Box<dyn ReadTxn>>;
+    fn read(&self) -> Result<Snapshot>;
     fn write(&self) -> Result<Box<dyn Transaction>>;
 }
 
@@ -190,7 +259,7 @@ impl Db {
 }
 
 impl Backend for Db {
-    fn read(&self) -> Result<Box<dyn ReadTxn>> {
+    fn read(&self) -> Result<Snapshot> {
         match self {
             Db::Redb(db) => db.read(),
             Db::Postgres(db) => db.read(),

@@ -8,7 +8,9 @@ use std::ops::{Bound, ControlFlow, RangeBounds};
 use super::super::error::Result;
 use super::key::{Key, corrupt, encode_key};
 use super::value::Value;
-use super::{Bytes, Direction, Entries, ReadTable, ReadTxn, WriteTable, WriteTxn};
+use super::{
+    Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Snapshot, WriteTable, WriteTxn,
+};
 
 /// A table's name and its key and value types.
 pub struct TableDefinition<'n, K, V> {
@@ -233,13 +235,13 @@ pub trait ReadableTable<K: Key, V: Value> {
 
 /// A table opened by a read transaction.
 pub struct ReadOnlyTable<'t, K, V> {
-    raw: Box<dyn ReadTable + 't>,
+    raw: Opened<'t>,
     types: PhantomData<fn() -> (K, V)>,
 }
 
 impl<K: Key, V: Value> ReadableTable<K, V> for ReadOnlyTable<'_, K, V> {
     fn raw(&self) -> &dyn ReadTable {
-        &*self.raw
+        &self.raw
     }
 }
 
@@ -308,7 +310,7 @@ impl dyn WriteTxn + '_ {
     }
 }
 
-impl dyn ReadTxn + '_ {
+impl Snapshot {
     pub fn open_table<K: Key, V: Value>(
         &self,
         definition: TableDefinition<'_, K, V>,

@@ -26,7 +26,8 @@ use tokio_postgres::{NoTls, Statement};
 
 use super::super::error::{Error, Result};
 use super::{
-    Backend, Bytes, Direction, Entries, ReadTable, ReadTxn, Transaction, WriteTable, WriteTxn,
+    Backend, Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Snapshot, Transaction,
+    WriteTable, WriteTxn,
 };
 use pages::Pages;
 use pending::{Columns, Pending};
@@ -134,8 +135,9 @@ impl Postgres {
 }
 
 impl Backend for Postgres {
-    fn read(&self) -> Result<Box<dyn ReadTxn>> {
-        Ok(Box::new(self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?))
+    fn read(&self) -> Result<Snapshot> {
+        let txn = self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+        Ok(Snapshot::Boxed(Box::new(txn)))
     }
 
     fn write(&self) -> Result<Box<dyn Transaction>> {
@@ -290,8 +292,8 @@ impl Drop for Txn {
 }
 
 impl ReadTxn for Txn {
-    fn table(&self, name: &str) -> Result<Box<dyn ReadTable + '_>> {
-        Ok(Box::new(Rel { txn: self, name: name.to_owned() }))
+    fn table(&self, name: &str) -> Result<Opened<'_>> {
+        Ok(Opened::Boxed(Box::new(Rel { txn: self, name: name.to_owned() })))
     }
 }
 

@@ -6,6 +6,7 @@ use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
+use super::scan::JsonPage;
 use super::tables::*;
 use super::{Rtx, Wtx, decode, drain_domain, encode};
 use crate::ids::{new_id, now_ms};
@@ -95,27 +96,20 @@ impl Rtx {
             Some(id) => Bound::Excluded((domain, id)),
             None => Bound::Included((domain, "")),
         };
-        let mut out = Vec::with_capacity(128 * limit.min(100) + 2);
-        out.push(b'[');
-        let (mut n, mut more, mut last) = (0, false, String::new());
+        let mut page = JsonPage::new(limit, 128 * limit.min(100) + 2);
+        let mut last = String::new();
         table.scan::<(&str, &str)>((lo, Bound::Unbounded), false, |(d, id), value| {
             if d != domain {
                 return Ok(Flow::Break(()));
             }
-            if n == limit {
-                more = true;
+            if page.add(value).is_break() {
                 return Ok(Flow::Break(()));
             }
-            if n > 0 {
-                out.push(b',');
-            }
-            n += 1;
-            out.extend_from_slice(value);
             last.clear();
             last.push_str(id);
             Ok(Flow::Continue(()))
         })?;
-        out.push(b']');
+        let (out, more) = page.finish();
         Ok((out, more.then_some(last)))
     }
 }

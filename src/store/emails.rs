@@ -14,6 +14,7 @@ use super::email_doc::{InlineRaw, KeptRaw, decode_doc, encode_doc, inline_raw};
 use super::error::{Error, Result};
 pub use super::folder::Folder;
 use super::imap::Place;
+use super::scan::JsonPage;
 use super::status::{DeliveryStatus, MessageStatus, SendType};
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, encode};
@@ -380,27 +381,19 @@ impl Rtx {
             Some((at, id)) => (mailbox, folder.code(), at, id),
             None => (mailbox, folder.code() + 1, 0u64, ""),
         };
-        let mut out = Vec::with_capacity(1024);
-        out.push(b'[');
-        let (mut n, mut more) = (0, false);
+        let mut page = JsonPage::new(limit, 1024);
         // The position of the last entry taken, in one buffer rather than a copy per entry.
         let (mut last_at, mut last_id) = (0, String::new());
         index.scan(lo..hi, true, |(_, _, at, id), value| {
-            if n == limit {
-                more = true;
+            if page.add(value).is_break() {
                 return Ok(Flow::Break(()));
             }
-            if n > 0 {
-                out.push(b',');
-            }
-            n += 1;
-            out.extend_from_slice(value);
             last_at = at;
             last_id.clear();
             last_id.push_str(id);
             Ok(Flow::Continue(()))
         })?;
-        out.push(b']');
+        let (out, more) = page.finish();
         Ok((out, more.then_some((last_at, last_id))))
     }
 }

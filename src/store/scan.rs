@@ -8,6 +8,42 @@ use super::error::Result;
 use super::kv::{self, Key, ReadableTable, TableDefinition, Value};
 use super::{Tables, decode};
 
+/// A JSON array of stored documents joined as they are, for a listing of up to `limit`.
+pub(super) struct JsonPage {
+    out: Vec<u8>,
+    taken: usize,
+    limit: usize,
+    more: bool,
+}
+
+impl JsonPage {
+    pub(super) fn new(limit: usize, capacity: usize) -> JsonPage {
+        let mut out = Vec::with_capacity(capacity);
+        out.push(b'[');
+        JsonPage { out, taken: 0, limit, more: false }
+    }
+
+    /// Adds `doc`, or breaks once the page is full, noting that more follow.
+    pub(super) fn add(&mut self, doc: &[u8]) -> Flow<()> {
+        if self.taken == self.limit {
+            self.more = true;
+            return Flow::Break(());
+        }
+        if self.taken > 0 {
+            self.out.push(b',');
+        }
+        self.taken += 1;
+        self.out.extend_from_slice(doc);
+        Flow::Continue(())
+    }
+
+    /// The array, and whether documents beyond the page were left out.
+    pub(super) fn finish(mut self) -> (Vec<u8>, bool) {
+        self.out.push(b']');
+        (self.out, self.more)
+    }
+}
+
 /// The JSON values of `table` named by the `(domain, id)` keys of `index`, in index order,
 /// through either transaction.
 pub(super) fn scan_index<T: DeserializeOwned>(

@@ -5,6 +5,7 @@ pub mod build;
 pub mod headers;
 pub mod outbound;
 pub mod parsed;
+mod rsa;
 pub mod sign;
 pub mod submitted;
 pub mod text;

@@ -102,16 +102,24 @@ pub async fn mail_verdicts<'a>(
     domains: impl Iterator<Item = &'a str>,
     deadline: Duration,
 ) -> HashMap<String, MailVerdict> {
-    let mut set = tokio::task::JoinSet::new();
-    let mut seen = std::collections::HashSet::new();
-    for domain in domains {
-        if seen.insert(domain.to_owned()) {
-            let (dns, domain) = (dns.clone(), domain.to_owned());
-            set.spawn(async move {
-                let verdict = dns.accepts_mail(&domain).await;
-                (domain, verdict)
-            });
+    let distinct: std::collections::HashSet<&str> = domains.collect();
+    if distinct.len() == 1
+        && let Some(&only) = distinct.iter().next()
+    {
+        // One domain (most sends): looked up here, without a task to spawn and join.
+        let mut verdicts = HashMap::new();
+        if let Ok(verdict) = tokio::time::timeout(deadline, dns.accepts_mail(only)).await {
+            verdicts.insert(only.to_owned(), verdict);
         }
+        return verdicts;
+    }
+    let mut set = tokio::task::JoinSet::new();
+    for domain in distinct {
+        let (dns, domain) = (dns.clone(), domain.to_owned());
+        set.spawn(async move {
+            let verdict = dns.accepts_mail(&domain).await;
+            (domain, verdict)
+        });
     }
     let mut verdicts = HashMap::new();
     let collect = async {

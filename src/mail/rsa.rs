@@ -46,9 +46,9 @@ impl SigningKey for RsaKey {
 
 #[cfg(test)]
 mod tests {
+    use aws_lc_rs::signature::KeyPair;
     use base64::Engine;
     use base64::engine::general_purpose::STANDARD as B64;
-    use aws_lc_rs::signature::KeyPair;
     use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 
     use super::*;

@@ -157,9 +157,20 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
                 _ = shutdown.wait() => break,
             }
         }
+        let free = queue.slots.available_permits();
+        if free == 0 {
+            // Every slot is busy: a scan could start nothing, and under a send burst it would
+            // run once per wake-up over the whole in-flight head. A finishing attempt wakes us.
+            tokio::select! {
+                _ = queue.wake.notified() => continue,
+                _ = shutdown.wait() => break,
+            }
+        }
         let now = now_ms();
         let skipped = queue.claimed_elsewhere();
-        let look = queue.in_flight().len() + skipped.len() + 256;
+        // The head holds the entries in flight (they stay queued until final) and those another
+        // node claimed; past them, no more entries than there are free slots can start.
+        let look = queue.in_flight().len() + skipped.len() + free.min(256);
         let head = match app.store.read(move |r| r.due(u64::MAX, look)).await {
             Ok(head) => head,
             Err(e) => {

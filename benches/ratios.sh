@@ -4,7 +4,8 @@
 #   MAILBOX_MESSAGES=100000 DURATION=5s bash benches/ratios.sh     (a quicker, smaller run)
 # Rows:
 #   read       GET /v1/mailboxes, 64 connections, against a bare hyper server answering a fixed
-#              JSON body of the same size (benches/bare_hyper.rs, built here)
+#              JSON body of the same size (benches/bare_hyper.rs, built here); alternately,
+#              $ROUNDS (3) times each, compared by their medians
 #   send       durable accepted sends, one recipient            (benches/send.sh)
 #   delivery   delivered to a local sink, RSA-2048 + Ed25519 DKIM, against openssl's RSA-2048
 #              signing rate on one core                          (benches/send.sh)
@@ -47,19 +48,31 @@ p99_ms() {
 }
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
-echo "== read: edgemail (benches/load.sh) and the bare hyper reference"
-BIN=$BENCH_BIN DURATION=$DURATION bash benches/load.sh | tee "$OUT/load.txt"
-sed -n '/GET \/v1\/mailboxes/,/POST/p' "$OUT/load.txt" >"$OUT/read.txt"
-target/release/examples/bare-hyper 127.0.0.1:0 >"$OUT/bare.addr" &
-BARE_PID=$!
-for _ in $(seq 50); do grep -q listening "$OUT/bare.addr" && break; sleep 0.1; done
-BARE=$(awk '{print $2}' "$OUT/bare.addr")
-wrk -t2 -c64 -d"$DURATION" --latency "http://$BARE/" | tee "$OUT/bare.txt"
-kill "$BARE_PID"
-READ=$(rps "$OUT/read.txt"); BARE_RPS=$(rps "$OUT/bare.txt"); READ_P99=$(p99_ms "$OUT/read.txt")
+# Both sides of the read row move by 10-30 % from minute to minute on a shared 2-core machine,
+# so they are measured alternately, $ROUNDS times each, and compared by their medians; the table
+# shows every round. p99 is the worst round's.
+ROUNDS=${ROUNDS:-3}
+median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+READS=""; BARES=""; P99S=""
+for round in $(seq "$ROUNDS"); do
+  echo "== read, round $round of $ROUNDS: edgemail (benches/load.sh), then the bare hyper reference"
+  BIN=$BENCH_BIN DURATION=$DURATION bash benches/load.sh | tee "$OUT/load.txt"
+  sed -n '/GET \/v1\/mailboxes/,/POST/p' "$OUT/load.txt" >"$OUT/read.txt"
+  target/release/examples/bare-hyper 127.0.0.1:0 >"$OUT/bare.addr" &
+  BARE_PID=$!
+  for _ in $(seq 50); do grep -q listening "$OUT/bare.addr" && break; sleep 0.1; done
+  BARE=$(awk '{print $2}' "$OUT/bare.addr")
+  wrk -t2 -c64 -d"$DURATION" --latency "http://$BARE/" | tee "$OUT/bare.txt"
+  kill "$BARE_PID"; wait "$BARE_PID" 2>/dev/null || true
+  READS="$READS $(rps "$OUT/read.txt")"; BARES="$BARES $(rps "$OUT/bare.txt")"
+  P99S="$P99S $(p99_ms "$OUT/read.txt")"
+done
+READ=$(echo "$READS" | median); BARE_RPS=$(echo "$BARES" | median)
+READ_P99=$(echo "$P99S" | tr ' ' '\n' | grep . | sort -n | tail -n 1)
 RATIO=$(printf "%.2f" "$(echo "$READ / $BARE_RPS" | bc -l)")
 OK=$([ "$(meets "$RATIO" '>=' 0.6)" = yes ] && [ "$(meets "$READ_P99" '<' 5)" = yes ] && echo yes || echo no)
-row "GET /v1/mailboxes, 64 conns" "$READ req/s, p99 $READ_P99 ms" "bare hyper $BARE_RPS req/s (ratio $RATIO)" "ratio >= 0.6, p99 < 5 ms" "$OK"
+rounds() { echo "$1" | sed 's/^ *//; s/ \+/ \/ /g'; }
+row "GET /v1/mailboxes, 64 conns" "$READ req/s (median of $(rounds "$READS")), p99 $READ_P99 ms" "bare hyper $BARE_RPS req/s (median of $(rounds "$BARES"); ratio $RATIO)" "ratio >= 0.6, p99 < 5 ms" "$OK"
 
 echo "== send and delivery (benches/send.sh)"
 DURATION=$DURATION bash benches/send.sh | tee "$OUT/send.txt"

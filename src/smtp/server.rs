@@ -152,19 +152,23 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     I: Intake,
 {
-    let mut input = vec![0u8; 16 * 1024];
+    // Read into spare capacity: zeroing 16 KiB for every connection cost more than its
+    // commands, with one message per connection.
+    let mut input = Vec::with_capacity(16 * 1024);
     loop {
         match session.next_action() {
             Action::Write(bytes) => {
                 stream.write_all(bytes).await?;
                 stream.flush().await?;
             }
-            Action::Read(limit) => match tokio::time::timeout(limit, stream.read(&mut input)).await
-            {
-                Ok(Ok(0)) | Ok(Err(_)) => return Ok(End::Closed),
-                Ok(Ok(n)) => session.feed(&input[..n]),
-                Err(_) => session.timed_out(),
-            },
+            Action::Read(limit) => {
+                input.clear();
+                match tokio::time::timeout(limit, stream.read_buf(&mut input)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) => return Ok(End::Closed),
+                    Ok(Ok(_)) => session.feed(&input),
+                    Err(_) => session.timed_out(),
+                }
+            }
             Action::Pause(pause) => tokio::time::sleep(pause).await,
             Action::CheckRecipient(address) => {
                 let login = session.login().map(str::to_owned);

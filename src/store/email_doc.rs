@@ -14,11 +14,11 @@
 //! a page of the file and the data file stays within twice the raw mail. The document's JSON is
 //! left as it is: a listing or a status change reads it without inflating anything.
 
-use std::io::{Read, Write};
+use std::cell::RefCell;
+use std::io::Read;
 
-use flate2::Compression;
 use flate2::read::DeflateDecoder;
-use flate2::write::DeflateEncoder;
+use flate2::{Compress, Compression, FlushCompress, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
@@ -93,16 +93,35 @@ impl KeptRaw {
 }
 
 /// `raw` deflated, when that saves a tenth or more. Callers run it before their write where
-/// they can: deflate's fastest level still sets up about 100 KiB of tables a message.
+/// they can. Each thread keeps one compressor and resets it: deflate's state is about 100 KiB of
+/// tables, and setting up a new one per message cost more than compressing a 1 KB message.
 pub(super) fn deflate(raw: &[u8]) -> Option<KeptRaw> {
+    thread_local! {
+        static COMPRESSOR: RefCell<Option<Compress>> = const { RefCell::new(None) };
+    }
     if raw.len() < DEFLATE_FROM {
         return None;
     }
-    let mut encoder = DeflateEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::fast());
-    encoder.write_all(raw).ok()?;
-    let bytes = encoder.finish().ok()?;
-    (bytes.len() < raw.len() - raw.len() / 10)
-        .then_some(KeptRaw { deflated_len: Some(raw.len()), bytes })
+    // Output that reaches this size is not worth keeping, so no more room is ever made.
+    let worth = raw.len() - raw.len() / 10;
+    COMPRESSOR.with_borrow_mut(|slot| {
+        let compress = slot.get_or_insert_with(|| Compress::new(Compression::fast(), false));
+        compress.reset();
+        let mut bytes = Vec::with_capacity(worth);
+        loop {
+            let (read, written) = (compress.total_in(), bytes.len());
+            let rest = raw.get(usize::try_from(read).ok()?..)?;
+            let status = compress.compress_vec(rest, &mut bytes, FlushCompress::Finish).ok()?;
+            if status == Status::StreamEnd {
+                break;
+            }
+            let stuck = compress.total_in() == read && bytes.len() == written;
+            if bytes.len() >= worth || stuck {
+                return None;
+            }
+        }
+        (bytes.len() < worth).then_some(KeptRaw { deflated_len: Some(raw.len()), bytes })
+    })
 }
 
 /// The bytes stored for a document, with the raw message `inline` when given, in the form given.
@@ -262,6 +281,13 @@ mod tests {
         }
         assert_eq!(deflate(&noise), None);
         assert_eq!(deflate(b"From: a\r\n\r\nshort"), None, "too short to gain");
+        // The thread's compressor is reset between messages: the same text, the same bytes.
+        assert_eq!(deflate(&text).map(|k| k.bytes), Some(deflated.bytes.clone()));
+        let big = text.repeat(300);
+        let kept = deflate(&big).expect("a large text deflates"); // ok: test
+        let bytes = encode_doc(&e, Some(kept.as_inline())).expect("encode"); // ok: test
+        let (_, raw) = decode_doc::<Email>(&bytes).expect("decode"); // ok: test
+        assert_eq!(raw.expect("inline").to_vec().expect("inflate"), big); // ok: test
     }
 
     #[test]

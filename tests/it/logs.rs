@@ -45,8 +45,17 @@ fn json_logs_have_one_line_per_delivery_attempt() {
     let to = json!(["ann@example.org", "bob@example.net"]);
     let id = w.send(basic(to)).expect(200).json()["messageId"].as_str().expect("id").to_owned();
     w.wait_status(&id, "delivered");
-    let mut lines = events(&w.server.log(), "delivery_attempt");
-    lines.retain(|l| l["email_id"] == id.as_str());
+    // The log thread writes its lines in batches a few milliseconds apart: the status can be
+    // read before the attempt's lines are out.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let lines = loop {
+        let mut lines = events(&w.server.log(), "delivery_attempt");
+        lines.retain(|l| l["email_id"] == id.as_str());
+        if lines.len() >= 2 || std::time::Instant::now() > deadline {
+            break lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let mut recipients: Vec<&str> = lines.iter().filter_map(|l| l["recipient"].as_str()).collect();
     recipients.sort();
     assert_eq!(recipients, ["ann@example.org", "bob@example.net"], "{lines:?}");

@@ -52,7 +52,8 @@ rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 # so they are measured alternately, $ROUNDS times each, and compared by their medians; the table
 # shows every round. p99 is the worst round's.
 ROUNDS=${ROUNDS:-3}
-median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+sorted() { tr ' ' '\n' | grep . | sort -n; }
+median() { sorted | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 READS=""; BARES=""; P99S=""
 for round in $(seq "$ROUNDS"); do
   echo "== read, round $round of $ROUNDS: edgemail (benches/load.sh), then the bare hyper reference"
@@ -68,7 +69,7 @@ for round in $(seq "$ROUNDS"); do
   P99S="$P99S $(p99_ms "$OUT/read.txt")"
 done
 READ=$(echo "$READS" | median); BARE_RPS=$(echo "$BARES" | median)
-READ_P99=$(echo "$P99S" | tr ' ' '\n' | grep . | sort -n | tail -n 1)
+READ_P99=$(echo "$P99S" | sorted | tail -n 1)
 RATIO=$(printf "%.2f" "$(echo "$READ / $BARE_RPS" | bc -l)")
 OK=$([ "$(meets "$RATIO" '>=' 0.6)" = yes ] && [ "$(meets "$READ_P99" '<' 5)" = yes ] && echo yes || echo no)
 rounds() { echo "$1" | sed 's/^ *//; s/ \+/ \/ /g'; }

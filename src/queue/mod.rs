@@ -160,9 +160,11 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
         let free = queue.slots.available_permits();
         if free == 0 {
             // Every slot is busy: a scan could start nothing, and under a send burst it would
-            // run once per wake-up over the whole in-flight head. A finishing attempt wakes us.
+            // run once per wake-up over the whole in-flight head. A finishing attempt frees its
+            // slot and wakes us; the timer covers an attempt task that ended without doing so.
             tokio::select! {
                 _ = queue.wake.notified() => continue,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
                 _ = shutdown.wait() => break,
             }
         }
@@ -210,13 +212,16 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
     }
 }
 
-async fn attempt(app: Engine, due: u64, id: String, _slot: OwnedSemaphorePermit) {
+async fn attempt(app: Engine, due: u64, id: String, slot: OwnedSemaphorePermit) {
     if let Err(e) = attempt_inner(&app, due, &id).await {
         tracing::error!(error = %e, email = %id, "delivery attempt failed; retrying shortly");
         // Keep it marked in flight a little, so a persistent storage fault is not a hot loop.
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
     app.queue.in_flight().remove(&id);
+    // The slot is free before the wake-up: `run` waits while no slot is, and a wake-up it saw
+    // with this slot still held would be spent.
+    drop(slot);
     app.queue.wake();
 }
 

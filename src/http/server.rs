@@ -95,16 +95,13 @@ async fn handle(
         Ok(reply) => reply,
         Err(error) => error_reply(&error, &app.documentation_url),
     };
-    // `%`: written as they are, which costs less than `str`'s escaping `Debug`; a request line
-    // cannot carry spaces or control characters, and a key id is ours.
-    tracing::info!(
-        target: "edgemail::request",
-        method = %method,
-        path = %hidden.unwrap_or(uri.path()),
-        status = reply.status.as_u16(),
-        micros = started.elapsed().as_micros() as u64,
-        key = %key_id.as_deref().unwrap_or("-"),
-    );
+    crate::logging::request(&crate::logging::Request {
+        method: method.as_str(),
+        path: hidden.unwrap_or(uri.path()),
+        status: reply.status.as_u16(),
+        micros: started.elapsed().as_micros() as u64,
+        key: key_id.as_deref().unwrap_or("-"),
+    });
     crate::metrics::http_request(route, reply.status.as_u16(), started.elapsed());
     Ok(reply.into_response())
 }

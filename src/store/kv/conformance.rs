@@ -215,6 +215,18 @@ pub fn own_writes<B: Backend>(backend: &B) {
     });
 }
 
+/// A read keeps the state it first saw; one begun after a commit sees the commit.
+pub fn snapshots<B: Backend>(backend: &B) {
+    let n = |r: &Snapshot| ok(r.open_table(U).and_then(|u| Ok(u.get("n")?.map(|v| v.value()))));
+    for value in 0..3 {
+        let before = ok(backend.read());
+        let old = n(&before);
+        write(backend, |w| w.open_table(U)?.insert("n", value));
+        assert_eq!(n(&before), old, "a read keeps its snapshot across a commit");
+        assert_eq!(n(&ok(backend.read())), Some(value), "a later read sees the commit");
+    }
+}
+
 type K3<'a> = (&'a str, u64, &'a str);
 
 /// Up to `stop` entries of a scan, as owned tuples.
@@ -282,6 +294,7 @@ pub fn all<B: Backend>(fresh: impl Fn() -> B) {
     scans(&fresh());
     pages(&fresh());
     rollback(&fresh());
+    snapshots(&fresh());
 }
 
 /// A small deterministic generator, so a failure reproduces.

@@ -4,6 +4,8 @@
 
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use redb::{
     Builder, Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
@@ -76,13 +78,54 @@ storage_error!(
 /// The database file.
 pub struct Redb {
     db: Database,
+    latest: Arc<Latest>,
+}
+
+/// The read transaction of the last commit, shared by the reads that begin before the next one.
+/// A transaction of its own cost each read a turn through redb's transaction tracker (a lock and
+/// a map entry, taken again on drop), which on the API's read path was a fortieth of the CPU.
+/// A commit drops the shared one, so that an idle cache never holds back the pages later commits
+/// free; only reads still running keep it.
+#[derive(Default)]
+struct Latest {
+    /// Commits so far: a shared transaction begun at another count is not the latest.
+    commits: AtomicU64,
+    shared: Mutex<Option<(u64, Arc<ReadTransaction>)>>,
+}
+
+impl Latest {
+    fn read(&self, db: &Database) -> Result<Arc<ReadTransaction>> {
+        // Loaded before a transaction begins: one begun after a commit is counted later sees it.
+        let commits = self.commits.load(Ordering::Acquire);
+        if let Some((at, tx)) = &*self.lock()
+            && *at == commits
+        {
+            return Ok(tx.clone());
+        }
+        let tx = Arc::new(db.begin_read()?);
+        let mut shared = self.lock();
+        if shared.as_ref().is_none_or(|(at, _)| *at < commits) {
+            *shared = Some((commits, tx.clone()));
+        }
+        Ok(tx)
+    }
+
+    fn committed(&self) {
+        let mut shared = self.lock();
+        self.commits.fetch_add(1, Ordering::AcqRel);
+        *shared = None;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, Arc<ReadTransaction>)>> {
+        self.shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 impl Redb {
     /// Opens the file at `path`, creating it when absent, with `cache_size` bytes of page cache.
     pub fn open(path: &Path, cache_size: usize) -> Result<Redb> {
         match Builder::new().set_cache_size(cache_size).create(path) {
-            Ok(db) => Ok(Redb { db }),
+            Ok(db) => Ok(Redb { db, latest: Arc::default() }),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => Err(Error::Unavailable(format!(
                 "{} is open in another process (is `edgemail serve` running on this data \
                  directory?)",
@@ -95,7 +138,7 @@ impl Redb {
     /// Opens an existing file, repairing it when it was not closed cleanly, without the
     /// creation `open` allows.
     pub fn open_existing(path: &Path) -> Result<Redb> {
-        Ok(Redb { db: Database::open(path)? })
+        Ok(Redb { db: Database::open(path)?, latest: Arc::default() })
     }
 
     /// Whether the file was sound (false: redb repaired it).
@@ -104,6 +147,7 @@ impl Redb {
     }
 
     pub fn close(self) -> Result<()> {
+        self.latest.committed();
         Ok(self.db.close()?)
     }
 
@@ -114,13 +158,13 @@ impl Redb {
 
     /// A write transaction on the redb file itself, for migrations.
     pub(in crate::store) fn begin_write(&self) -> Result<Embedded> {
-        Ok(Embedded(self.db.begin_write()?))
+        Ok(Embedded(self.db.begin_write()?, self.latest.clone()))
     }
 }
 
 impl Backend for Redb {
     fn read(&self) -> Result<AnySnapshot> {
-        Ok(AnySnapshot::Embedded(Snapshot(self.db.begin_read()?)))
+        Ok(AnySnapshot::Embedded(Snapshot(self.latest.read(&self.db)?)))
     }
 
     fn write(&self) -> Result<Box<dyn Transaction>> {
@@ -128,7 +172,7 @@ impl Backend for Redb {
     }
 }
 
-pub struct Snapshot(ReadTransaction);
+pub struct Snapshot(Arc<ReadTransaction>);
 
 impl ReadTxn for Snapshot {
     fn table(&self, table: &str) -> Result<Opened<'_>> {
@@ -140,8 +184,8 @@ impl ReadTxn for Snapshot {
     }
 }
 
-/// A write transaction of the redb file.
-pub struct Embedded(WriteTransaction);
+/// A write transaction of the redb file, and the shared read its commit makes stale.
+pub struct Embedded(WriteTransaction, Arc<Latest>);
 
 impl Embedded {
     pub(in crate::store) fn redb(&self) -> &WriteTransaction {
@@ -157,7 +201,11 @@ impl WriteTxn for Embedded {
 
 impl Transaction for Embedded {
     fn commit(self: Box<Self>) -> Result<()> {
-        Ok(self.0.commit()?)
+        let Embedded(tx, latest) = *self;
+        let committed = tx.commit();
+        // Also after a failed commit: what it left is not known, so no shared read stays.
+        latest.committed();
+        Ok(committed?)
     }
 
     fn abort(self: Box<Self>) -> Result<()> {

@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod idempotency;
+mod idle;
 mod nulls;
 mod numbers;
 pub mod reply;

@@ -13,12 +13,13 @@ use hyper::body::{Body, Incoming};
 use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use super::error::error_reply;
+use super::idle::{self, Activity, Watched};
 use super::request::Ctx;
 use super::router::{Access, Router};
 use crate::error::{Error, Result};
@@ -29,18 +30,19 @@ pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown
     let router = Arc::new(router);
     let cfg = &app.config.http;
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(cfg.header_timeout)
-        .keep_alive(cfg.keep_alive)
-        .max_buf_size(64 * 1024);
+    // The header timeout is kept per connection (`idle`), not by hyper per request.
+    http.header_read_timeout(None).keep_alive(cfg.keep_alive).max_buf_size(64 * 1024);
+    let limit = cfg.header_timeout;
     let mut refuse = http.clone();
     refuse.keep_alive(false);
-    let limit = Arc::new(Semaphore::new(cfg.max_connections));
+    let connections = Arc::new(Semaphore::new(cfg.max_connections));
     let per_ip = Arc::new(crate::listener::PerIp::default());
     let graceful = GracefulShutdown::new();
     while let Some(crate::listener::Accepted { stream, peer, permit }) =
-        crate::listener::next(&listener, &limit, &mut shutdown).await
+        crate::listener::next(&listener, &connections, &mut shutdown).await
     {
+        let activity = Activity::new();
+        let stream = TokioIo::new(Watched::new(stream, activity.clone()));
         let app = app.clone();
         let exempt = cfg.trusted_proxies.contains(&peer.ip());
         let slot =
@@ -52,18 +54,21 @@ pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown
                     error_reply(&Error::RateLimited { retry_after: 1 }, &app.documentation_url);
                 async move { Ok::<_, Infallible>(reply.into_response()) }
             });
-            let conn = refuse.serve_connection(TokioIo::new(stream), service);
+            let conn = refuse.serve_connection(stream, service);
             tokio::spawn(async move {
-                let _ = conn.await;
+                let _ = until_idle(conn, &activity, limit).await;
                 drop(permit);
             });
             continue;
         };
         let router = router.clone();
-        let service = service_fn(move |req| handle(app.clone(), router.clone(), peer, req));
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let answering = activity.clone();
+        let service = service_fn(move |req| {
+            handle(app.clone(), router.clone(), peer, answering.clone(), req)
+        });
+        let conn = graceful.watch(http.serve_connection(stream, service));
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            if let Some(Err(e)) = until_idle(conn, &activity, limit).await {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
             drop((permit, slot));
@@ -77,13 +82,29 @@ pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown
     }
 }
 
+/// Runs a connection until it ends (`Some`, with how) or has been idle for `limit` (`None`:
+/// dropped, which closes it).
+async fn until_idle<C: std::future::Future>(
+    conn: C,
+    activity: &Activity,
+    limit: std::time::Duration,
+) -> Option<C::Output> {
+    tokio::select! {
+        biased;
+        ended = conn => Some(ended),
+        () = idle::expired(activity, limit) => None,
+    }
+}
+
 async fn handle(
     app: App,
     router: Arc<Router>,
     peer: SocketAddr,
+    activity: Arc<Activity>,
     req: Request<Incoming>,
 ) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
+    activity.request();
     let method = req.method().clone();
     // The URI shares hyper's buffer: keeping it for the log line copies nothing.
     let uri = req.uri().clone();
@@ -95,14 +116,17 @@ async fn handle(
         Ok(reply) => reply,
         Err(error) => error_reply(&error, &app.documentation_url),
     };
+    let answered = Instant::now();
+    let took = answered.saturating_duration_since(started);
+    activity.answered(answered);
     crate::logging::request(&crate::logging::Request {
         method: method.as_str(),
         path: hidden.unwrap_or(uri.path()),
         status: reply.status.as_u16(),
-        micros: started.elapsed().as_micros() as u64,
+        micros: took.as_micros() as u64,
         key: key_id.as_deref().unwrap_or("-"),
     });
-    crate::metrics::http_request(route, reply.status.as_u16(), started.elapsed());
+    crate::metrics::http_request(route, reply.status.as_u16(), took);
     Ok(reply.into_response())
 }
 

@@ -32,6 +32,7 @@ mod emails;
 mod errors;
 mod health;
 mod idempotency;
+mod idle_connections;
 mod imap;
 mod imap_news;
 mod inbound;

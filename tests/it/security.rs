@@ -31,7 +31,7 @@ fn connect_from(local: Ipv4Addr, to: SocketAddr) -> TcpStream {
 }
 
 /// Reads one response: its head, then as much body as Content-Length says (or up to EOF).
-fn read_response(stream: &mut TcpStream) -> Resp {
+pub(crate) fn read_response(stream: &mut TcpStream) -> Resp {
     let mut raw = Vec::new();
     let mut buf = [0u8; 4096];
     loop {

@@ -20,7 +20,7 @@ dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0
   --no-resolv --no-hosts --txt-record=sender.test,"v=spf1 ip4:127.0.0.1 -all" \
   --txt-record=_dmarc.sender.test,"v=DMARC1; p=none" --log-facility=/dev/null 2>/dev/null &
 PIDS="$PIDS $!"
-EDGEMAIL_LOG_LEVEL=warn start_server --nameserver 127.0.0.1:$DNS_PORT
+start_server --nameserver 127.0.0.1:$DNS_PORT
 curl -sf -o /dev/null -X POST "http://$HTTP/v1/mailboxes" -H "Authorization: Bearer $KEY" \
   -H 'Content-Type: application/json' -d '{"address":"inbox"}'
 echo "== $MESSAGES messages of $SIZE bytes over $SESSIONS connections to $SMTP"

@@ -107,7 +107,7 @@ dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0
   --no-resolv --no-hosts --local-ttl=300 --txt-record=sender.test,"v=spf1 ip4:127.0.0.1 -all" \
   --txt-record=_dmarc.sender.test,"v=DMARC1; p=none" --log-facility=/dev/null 2>/dev/null &
 PIDS="$PIDS $!"
-EDGEMAIL_LOG_LEVEL=warn EDGEMAIL_API_RATE_PER_SECOND=10000000 EDGEMAIL_API_BURST=10000000 \
+EDGEMAIL_API_RATE_PER_SECOND=10000000 EDGEMAIL_API_BURST=10000000 \
   start_server --nameserver 127.0.0.1:$DNS_PORT
 sleep 2
 IDLE=$(rss_mb "$SERVER")

@@ -77,8 +77,10 @@ storage_error!(
 
 /// The database file.
 pub struct Redb {
-    db: Database,
+    /// Declared before `db`, so dropped before it: the file closes with no read transaction of
+    /// ours alive.
     latest: Arc<Latest>,
+    db: Database,
 }
 
 /// The read transaction of the last commit, shared by the reads that begin before the next one.

@@ -16,11 +16,7 @@ postfix_tools
 SOURCE=$POSTFIX_TOOLS/smtp-source
 bench_data inbound
 DNS_PORT=5398
-# The sender's records with a TTL of five minutes, as real ones have (dnsmasq's default is 0).
-dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0.0.1 --bind-interfaces \
-  --no-resolv --no-hosts --local-ttl=300 --txt-record=sender.test,"v=spf1 ip4:127.0.0.1 -all" \
-  --txt-record=_dmarc.sender.test,"v=DMARC1; p=none" --log-facility=/dev/null 2>/dev/null &
-PIDS="$PIDS $!"
+start_sender_dns $DNS_PORT
 start_server --nameserver 127.0.0.1:$DNS_PORT
 curl -sf -o /dev/null -X POST "http://$HTTP/v1/mailboxes" -H "Authorization: Bearer $KEY" \
   -H 'Content-Type: application/json' -d '{"address":"inbox"}'
@@ -34,6 +30,12 @@ echo "accepted $MESSAGES messages in ${ELAPSED} ms: $(( MESSAGES * 1000 / ELAPSE
 COUNT=$(curl -sf "http://$HTTP/v1/emails?mailbox=inbox&limit=1" -H "Authorization: Bearer $KEY" | grep -c '"id"' || true)
 echo "inbox non-empty: $COUNT; server warnings: $(grep -c -v -E '^(listening|ready)' "$DATA/server.log" || true)"
 
+# Stops postfix and drops its queue and the benchmark mailbox's contents.
+postfix_stop_and_empty() {
+  postfix stop >/dev/null 2>&1 || true
+  postsuper -d ALL >/dev/null 2>&1 || true
+  : >/var/mail/inbox 2>/dev/null || true
+}
 if [ "${POSTFIX:-0}" = 1 ]; then
   if ! command -v postfix >/dev/null; then
     echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
@@ -48,9 +50,7 @@ if [ "${POSTFIX:-0}" = 1 ]; then
     'default_process_limit=100' 'mailbox_size_limit=0'
   # A clean start: no queue left from an earlier run, an empty mailbox. With the default 50 MB
   # mailbox limit, 20,000 10 KB messages overflowed it and postfix spent the run bouncing them.
-  postfix stop >/dev/null 2>&1 || true
-  postsuper -d ALL >/dev/null 2>&1 || true
-  : >/var/mail/inbox 2>/dev/null || true
+  postfix_stop_and_empty
   postfix start >/dev/null 2>&1
   sleep 1
   echo
@@ -61,7 +61,5 @@ if [ "${POSTFIX:-0}" = 1 ]; then
   ELAPSED=$(( END - START ))
   echo "postfix accepted $MESSAGES messages in ${ELAPSED} ms: $(( MESSAGES * 1000 / ELAPSED )) messages/s"
   # Stopped, so that it does not deliver its queue while later benchmarks run, and cleaned up.
-  postfix stop >/dev/null 2>&1 || true
-  postsuper -d ALL >/dev/null 2>&1 || true
-  : >/var/mail/inbox 2>/dev/null || true
+  postfix_stop_and_empty
 fi

@@ -100,13 +100,7 @@ postfix_tools
 bench_data ratios
 trap cleanup EXIT
 DNS_PORT=5397
-# The sender's SPF and DMARC records with a TTL of five minutes, as real ones have (minutes to
-# hours), so the server's resolver caches them as it would; dnsmasq gives its own records a TTL
-# of 0 unless told, which made every message ask the DNS twice.
-dnsmasq --no-daemon --keep-in-foreground --port=$DNS_PORT --listen-address=127.0.0.1 --bind-interfaces \
-  --no-resolv --no-hosts --local-ttl=300 --txt-record=sender.test,"v=spf1 ip4:127.0.0.1 -all" \
-  --txt-record=_dmarc.sender.test,"v=DMARC1; p=none" --log-facility=/dev/null 2>/dev/null &
-PIDS="$PIDS $!"
+start_sender_dns $DNS_PORT
 EDGEMAIL_API_RATE_PER_SECOND=10000000 EDGEMAIL_API_BURST=10000000 \
   start_server --nameserver 127.0.0.1:$DNS_PORT
 sleep 2

@@ -112,7 +112,8 @@ impl Latest {
         Ok(tx)
     }
 
-    fn committed(&self) {
+    /// After a commit, or before the file closes: the shared transaction is no longer the latest.
+    fn forget(&self) {
         let mut shared = self.lock();
         self.commits.fetch_add(1, Ordering::AcqRel);
         *shared = None;
@@ -149,7 +150,7 @@ impl Redb {
     }
 
     pub fn close(self) -> Result<()> {
-        self.latest.committed();
+        self.latest.forget();
         Ok(self.db.close()?)
     }
 
@@ -206,7 +207,7 @@ impl Transaction for Embedded {
         let Embedded(tx, latest) = *self;
         let committed = tx.commit();
         // Also after a failed commit: what it left is not known, so no shared read stays.
-        latest.committed();
+        latest.forget();
         Ok(committed?)
     }
 

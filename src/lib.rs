@@ -45,6 +45,7 @@
 //!
 //! The ground floor:
 //! - `listener`  accepting connections with caps, for HTTP and SMTP alike
+//! - `mime`      bounded MIME: depth and part limits enforced on a message's bytes before parsing
 //! - `metrics`   the Prometheus registry and cheap recording functions for every layer
 //! - `logging`   tracing to stderr without blocking requests
 //! - `config`    defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`
@@ -81,6 +82,7 @@ pub(crate) mod listener;
 pub mod logging;
 pub mod mail;
 pub mod metrics;
+pub mod mime;
 pub(crate) mod mta_sts;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;

@@ -8,7 +8,6 @@
 
 use bytes::Bytes;
 use hyper::header::{CONTENT_DISPOSITION, CONTENT_TYPE, HeaderName, HeaderValue};
-use mail_parser::MessageParser;
 
 use crate::error::{Error, Result};
 use crate::http::{Ctx, Reply};
@@ -78,7 +77,8 @@ pub async fn attachment(ctx: Ctx) -> Result<Reply> {
     let meta = email.attachments.get(index).ok_or_else(missing)?;
     let bytes = match source {
         Source::Raw(raw) => {
-            let message = MessageParser::default().parse(&raw).ok_or_else(missing)?;
+            let bounded = crate::mime::bound(&raw);
+            let message = bounded.parse().ok_or_else(missing)?;
             let part = message.attachments().nth(index).ok_or_else(missing)?;
             part.contents().to_vec()
         }

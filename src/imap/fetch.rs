@@ -7,7 +7,7 @@ use imap_types::datetime::DateTime;
 use imap_types::fetch::{MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName};
 use imap_types::response::{Data, Status};
 use imap_types::sequence::SequenceSet;
-use mail_parser::{Message, MessageParser};
+use mail_parser::Message;
 
 use super::conn::{Conn, ConnError};
 use super::mailboxes::nonzero;
@@ -133,7 +133,8 @@ fn render(
     recent: bool,
 ) -> Vec<MessageDataItem<'static>> {
     let raw: &[u8] = message.raw.as_deref().map_or(&[], Vec::as_slice);
-    let parsed: Option<Message<'_>> = names
+    // Bounded before parsing (`mime`): a stored message may nest without end.
+    let bounded = names
         .iter()
         .any(|n| {
             !matches!(
@@ -145,8 +146,8 @@ fn render(
                     | MessageDataItemName::Rfc822
             )
         })
-        .then(|| MessageParser::default().parse(raw))
-        .flatten();
+        .then(|| crate::mime::bound(raw));
+    let parsed: Option<Message<'_>> = bounded.as_ref().and_then(|b| b.parse());
     let meta = &message.entry.meta;
     let mut out = Vec::with_capacity(names.len());
     for name in names {

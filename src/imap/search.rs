@@ -6,7 +6,7 @@ use std::num::NonZeroU32;
 use imap_types::core::Tag;
 use imap_types::response::{Data, Status};
 use imap_types::search::SearchKey;
-use mail_parser::{Message, MessageParser};
+use mail_parser::Message;
 
 use super::conn::{Conn, ConnError};
 use super::message::{Loaded, load};
@@ -167,11 +167,9 @@ impl Session {
                 };
             for l in &loaded {
                 let Some(seq) = view.seq_of(l.entry.uid) else { continue };
-                let parsed = if bytes {
-                    MessageParser::default().parse(l.raw.as_deref().map_or(&[][..], Vec::as_slice))
-                } else {
-                    None
-                };
+                let bounded = bytes
+                    .then(|| crate::mime::bound(l.raw.as_deref().map_or(&[][..], Vec::as_slice)));
+                let parsed = bounded.as_ref().and_then(|b| b.parse());
                 let c = Candidate { seq: seq.get(), loaded: l, parsed, view };
                 if criteria.iter().all(|k| c.matches(k)) {
                     found.push(if uid { l.entry.uid } else { seq.get() });

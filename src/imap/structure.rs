@@ -69,9 +69,14 @@ pub fn body_structure(message: &Message<'_>) -> BodyStructure<'static> {
     part_structure(message, 0, 0)
 }
 
-fn part_structure(message: &Message<'_>, id: u32, depth: u32) -> BodyStructure<'static> {
+/// Parts deeper than this are shown as empty text. The parser's input is already bounded to
+/// `mime::MAX_DEPTH` containers; this bound holds the recursion here on its own, counting attached
+/// messages and multiparts alike (an attached message does not start the count again).
+const MAX_DEPTH: usize = crate::mime::MAX_DEPTH + 1;
+
+fn part_structure(message: &Message<'_>, id: u32, depth: usize) -> BodyStructure<'static> {
     let part = message.part(id);
-    let Some(part) = part.filter(|_| depth < 32) else {
+    let Some(part) = part.filter(|_| depth < MAX_DEPTH) else {
         return single(
             message,
             None,
@@ -105,7 +110,7 @@ fn part_structure(message: &Message<'_>, id: u32, depth: u32) -> BodyStructure<'
         PartType::Message(inner) => {
             let specific = SpecificFields::Message {
                 envelope: Box::new(envelope(inner)),
-                body_structure: Box::new(body_structure(inner)),
+                body_structure: Box::new(part_structure(inner, 0, depth + 1)),
                 number_of_lines: lines(message, part),
             };
             single(message, Some(part), specific)

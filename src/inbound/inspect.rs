@@ -1,7 +1,7 @@
 //! What a received message says, read without side effects (and fuzzed as such): the stored
 //! form of the email, and the reports and references the inbound path acts on.
 
-use mail_parser::{Message, MessageParser};
+use mail_parser::Message;
 
 use super::report;
 use crate::store::{Email, Folder, MessageStatus, Summary, received_bodies};
@@ -24,7 +24,8 @@ pub struct Inspected {
 
 /// Parses a received message (already carrying our trace headers) into what we act on.
 pub fn inspect(raw: &[u8], now: u64) -> Option<Inspected> {
-    let message = MessageParser::default().parse(raw)?;
+    let bounded = crate::mime::bound(raw);
+    let message = bounded.parse()?;
     Some(Inspected {
         email: parse_email(&message, raw.len() as u64, now),
         failures: report::dsn_failures(&message),

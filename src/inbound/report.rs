@@ -1,7 +1,7 @@
 //! Machine reports about mail we sent: delivery status notifications (RFC 3464) and abuse
 //! feedback (ARF, RFC 5965). Only the fields we act on are read.
 
-use mail_parser::{Message, MessageParser, MimeHeaders};
+use mail_parser::{Message, MimeHeaders};
 
 /// A recipient a DSN reports as permanently failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +111,7 @@ pub fn referenced_message_ids(message: &Message<'_>) -> Vec<String> {
             ids.push(format!("<{id}>"));
         } else if is_returned_headers(part)
             // A header block parses as a message with an empty body.
-            && let Some(returned) = MessageParser::default().parse(part.contents())
+            && let Some(returned) = crate::mime::parse_owned(part.contents())
             && let Some(id) = returned.message_id()
         {
             ids.push(format!("<{id}>"));
@@ -129,6 +129,8 @@ pub fn referenced_message_ids(message: &Message<'_>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use mail_parser::MessageParser;
+
     use super::*;
 
     const DSN: &str = "From: MAILER-DAEMON@mx.example.org\r\nTo: bounces+em_1@alpha.test\r\n\

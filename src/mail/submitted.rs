@@ -52,7 +52,8 @@ pub fn prepare(submitted: &[u8], domain: &str, now: u64) -> Option<Prepared> {
         raw.extend_from_slice(field);
     }
     raw.extend_from_slice(body);
-    let message = MessageParser::default().parse(&raw)?;
+    let bounded = crate::mime::bound(&raw);
+    let message = bounded.parse()?;
     Some(describe(&message, raw.clone()))
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow as Flow;
 
 use super::kv::ReadableTable;
-use mail_parser::{MessageParser, PartType};
+use mail_parser::PartType;
 use serde::{Deserialize, Serialize};
 
 use super::email_doc::{InlineRaw, KeptRaw, decode_doc, encode_doc, inline_raw};
@@ -156,7 +156,8 @@ impl Email {
 /// The text, HTML and headers of a received message, decoded as inbound delivery decodes them
 /// (the inbound parser, `inspect`), so a copy stored without them reads back the same.
 pub(super) fn fill_bodies(email: &mut Email, raw: &[u8]) {
-    let Some(message) = MessageParser::default().parse(raw) else {
+    let bounded = crate::mime::bound(raw);
+    let Some(message) = bounded.parse() else {
         return;
     };
     (email.text, email.html) = received_bodies(&message);

@@ -1,0 +1,165 @@
+//! The limits hold for every way of nesting the parser follows, and mail within them is parsed
+//! from its own bytes, untouched.
+
+use mail_parser::{Message, PartType};
+
+use super::{MAX_DEPTH, MAX_PARTS, bound};
+
+/// The deepest nesting of containers in a parsed message, and its number of parts, found
+/// without recursion.
+fn shape(message: &Message<'_>) -> (usize, usize) {
+    let (mut deepest, mut parts) = (0, 0);
+    let mut stack = vec![(message, 0u32, 0usize)];
+    while let Some((m, id, depth)) = stack.pop() {
+        let Some(part) = m.parts.get(id as usize) else { continue };
+        parts += 1;
+        deepest = deepest.max(depth);
+        match &part.body {
+            PartType::Multipart(children) => {
+                stack.extend(children.iter().map(|c| (m, *c, depth + 1)));
+            }
+            PartType::Message(inner) => stack.push((inner, 0, depth + 1)),
+            _ => {}
+        }
+    }
+    (deepest, parts)
+}
+
+/// Parses and drops on a thread with a tokio worker's stack (2 MiB): what the server does.
+fn parse_on_small_stack(raw: Vec<u8>) -> (usize, usize, bool, usize) {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let b = bound(&raw);
+            assert_eq!(b.bytes().len(), raw.len(), "same length, same offsets");
+            let m = b.parse().expect("parses");
+            let (depth, parts) = shape(&m);
+            (depth, parts, b.limited(), m.parts.len())
+        })
+        .expect("thread")
+        .join()
+        .expect("no overflow")
+}
+
+fn nested_messages(levels: usize) -> Vec<u8> {
+    let mut m = b"Subject: top\r\n".to_vec();
+    for _ in 0..levels {
+        m.extend_from_slice(b"Content-Type: message/rfc822\r\n\r\n");
+    }
+    m.extend_from_slice(b"Subject: bottom\r\n\r\nbottom\r\n");
+    m
+}
+
+fn nested_multiparts(levels: usize) -> Vec<u8> {
+    let mut m = b"Subject: top\r\n".to_vec();
+    for i in 0..levels {
+        m.extend(format!("Content-Type: multipart/mixed; boundary=b{i}\r\n\r\n--b{i}\r\n").bytes());
+    }
+    m.extend_from_slice(b"Content-Type: text/plain\r\n\r\nbottom\r\n");
+    for i in (0..levels).rev() {
+        m.extend(format!("--b{i}--\r\n").bytes());
+    }
+    m
+}
+
+#[test]
+fn fifty_thousand_attached_messages_are_cut_at_the_depth_limit() {
+    let (depth, _, limited, _) = parse_on_small_stack(nested_messages(50_000));
+    assert!(limited);
+    assert!(depth <= MAX_DEPTH + 1, "{depth}");
+}
+
+#[test]
+fn fifty_thousand_multiparts_are_cut_at_the_depth_limit() {
+    let (depth, _, limited, _) = parse_on_small_stack(nested_multiparts(50_000));
+    assert!(limited);
+    assert!(depth <= MAX_DEPTH + 1, "{depth}");
+}
+
+#[test]
+fn mail_within_the_limits_is_parsed_from_its_own_bytes() {
+    for raw in [nested_messages(3), nested_multiparts(40), nested_messages(MAX_DEPTH / 2 - 1)] {
+        let b = bound(&raw);
+        assert!(!b.limited());
+        assert!(std::ptr::eq(b.bytes().as_ptr(), raw.as_ptr()));
+    }
+    // At the limit exactly: found by the walk, nothing made opaque.
+    let (depth, _, limited, _) = parse_on_small_stack(nested_messages(MAX_DEPTH));
+    assert!(!limited);
+    assert_eq!(depth, MAX_DEPTH);
+    let (depth, _, limited, _) = parse_on_small_stack(nested_messages(MAX_DEPTH + 1));
+    assert!(limited);
+    assert_eq!(depth, MAX_DEPTH);
+}
+
+#[test]
+fn attached_messages_under_base64_are_looked_into() {
+    use base64::Engine;
+    let inner = nested_messages(50_000);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&inner);
+    let mut raw = b"Subject: x\r\nContent-Type: multipart/mixed; boundary=q\r\n\r\n--q\r\n\
+        Content-Type: message/rfc822\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        .to_vec();
+    for line in encoded.as_bytes().chunks(76) {
+        raw.extend_from_slice(line);
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"--q--\r\n");
+    let (depth, _, limited, _) = parse_on_small_stack(raw);
+    assert!(limited);
+    assert!(depth <= 2, "the encoded message is opaque: {depth}");
+
+    // A small encoded message is still a message.
+    let small = base64::engine::general_purpose::STANDARD.encode(nested_messages(2));
+    let raw = format!(
+        "Subject: x\r\nContent-Type: multipart/mixed; boundary=q\r\n\r\n--q\r\n\
+         Content-Type: message/rfc822\r\nContent-Transfer-Encoding: base64\r\n\r\n{small}\r\n--q--\r\n"
+    );
+    let (depth, _, limited, _) = parse_on_small_stack(raw.into_bytes());
+    assert!(!limited);
+    assert_eq!(depth, 4);
+}
+
+#[test]
+fn digests_and_repeated_fields_do_not_hide_nesting() {
+    // Each level a digest whose one part is a message by default.
+    let mut raw = b"Subject: top\r\n".to_vec();
+    for i in 0..20_000 {
+        raw.extend(
+            format!("Content-Type: multipart/digest; boundary=d{i}\r\n\r\n--d{i}\r\n").bytes(),
+        );
+    }
+    raw.extend_from_slice(b"Subject: bottom\r\n\r\nbottom\r\n");
+    let (depth, _, limited, _) = parse_on_small_stack(raw);
+    assert!(limited);
+    assert!(depth <= MAX_DEPTH + 1, "{depth}");
+
+    // The parser takes the last of repeated fields: a harmless first one hides nothing.
+    let mut raw = b"Subject: top\r\n".to_vec();
+    for _ in 0..50_000 {
+        raw.extend_from_slice(b"Content-Type: text/plain\r\nContent-Type: message/rfc822\r\n\r\n");
+    }
+    raw.extend_from_slice(b"Subject: bottom\r\n\r\nbottom\r\n");
+    let (depth, _, _, _) = parse_on_small_stack(raw);
+    assert!(depth <= MAX_DEPTH + 1, "{depth}");
+}
+
+#[test]
+fn parts_past_the_limit_are_not_split() {
+    let mut raw = b"Subject: many\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n".to_vec();
+    for _ in 0..200_000 {
+        raw.extend_from_slice(b"--x\r\n\r\na\r\n");
+    }
+    raw.extend_from_slice(b"--x--\r\n");
+    let (_, parts, limited, flat) = parse_on_small_stack(raw);
+    assert!(limited);
+    assert!(parts <= MAX_PARTS && flat <= MAX_PARTS, "{parts} {flat}");
+
+    // Boundaries the parser finds inside lines count too.
+    let mut raw = b"Subject: many\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n".to_vec();
+    for _ in 0..200_000 {
+        raw.extend_from_slice(b"a--x\r\n");
+    }
+    let (_, parts, _, flat) = parse_on_small_stack(raw);
+    assert!(parts <= MAX_PARTS && flat <= MAX_PARTS, "{parts} {flat}");
+}

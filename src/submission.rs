@@ -62,11 +62,8 @@ impl Submitter {
     /// Stores and queues a submitted message; the id, or the reply that refuses it.
     async fn accept(&self, envelope: Envelope, message: Vec<u8>) -> Result<String, String> {
         let login = envelope.login.ok_or_else(|| NOT_LOGGED_IN.to_owned())?;
-        let from = crate::mail::submitted::single_from(&message);
-        if !from.as_deref().is_some_and(|f| f.eq_ignore_ascii_case(&login)) {
-            return Err(format!(
-                "553 5.7.1 the From header must be {login}, the mailbox you logged in as\r\n"
-            ));
+        if let Err(e) = crate::mail::submitted::check_sender(&message, &login) {
+            return Err(format!("553 5.7.1 {e} ({login})\r\n"));
         }
         let now = now_ms();
         let domain = login.rsplit_once('@').map_or("", |(_, d)| d).to_owned();

@@ -195,7 +195,9 @@ pub async fn authenticate(
             .with_dkim_results(&dkim, message.from())
             .with_spf_mailfrom_result(&spf, envelope.ip, envelope.mail_from, helo)
             .to_header();
-        let header = format!("{};\r\n\t{}\r\n", header.trim_end(), dmarc.clause());
+        // mail-auth writes no DKIM clause for unsigned mail; RFC 8601 readers expect `none`.
+        let unsigned = if dkim.is_empty() { ";\r\n\tdkim=none" } else { "" };
+        let header = format!("{}{unsigned};\r\n\t{}\r\n", header.trim_end(), dmarc.clause());
         (header, verdict)
     };
     match tokio::time::timeout(Duration::from_secs(15), check).await {

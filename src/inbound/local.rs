@@ -59,7 +59,8 @@ impl Receiver {
             self.host,
             rfc2822_date(now)
         );
-        let full = [received.as_bytes(), results.as_bytes(), message].concat();
+        let message = super::trace::without_our_results(message, &self.host);
+        let full = [received.as_bytes(), results.as_bytes(), &message].concat();
         let Some(seen) = inspect(&full, now) else {
             let why = "554 5.6.0 the message could not be parsed".to_owned();
             outcomes.extend(accepted.into_iter().map(|r| (r, Outcome::Failed(why.clone()))));

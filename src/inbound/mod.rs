@@ -11,6 +11,7 @@ mod dmarc;
 mod inspect;
 mod local;
 pub mod report;
+mod trace;
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -235,6 +236,8 @@ impl Receiver {
             if envelope.tls { "ESMTPS" } else { "ESMTP" },
             rfc2822_date(now)
         );
+        // Checked as sent (a signature may cover them), stored without fields in our name.
+        let raw = trace::without_our_results(&raw, host);
         let mut full = Vec::with_capacity(received.len() + results.len() + raw.len());
         full.extend_from_slice(received.as_bytes());
         full.extend_from_slice(results.as_bytes());

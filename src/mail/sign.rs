@@ -21,8 +21,11 @@ use crate::error::{Error, Result};
 use crate::store::Domain;
 
 /// Headers covered by the signatures (absent ones are signed as absent, so they cannot be added
-/// later). RFC 8058 requires List-Unsubscribe and List-Unsubscribe-Post to be signed.
-const SIGNED: [&str; 12] = [
+/// later). RFC 8058 requires List-Unsubscribe and List-Unsubscribe-Post to be signed. From, To,
+/// Subject, Date and Message-ID are listed twice: mail-auth signs every instance of a listed
+/// field and one more entry of a name than there are fields signs an absent one, so a second
+/// From (or Subject, ...) added on the way breaks the signature (oversigning, RFC 6376 8.15).
+const SIGNED: [&str; 17] = [
     "From",
     "To",
     "Cc",
@@ -35,6 +38,11 @@ const SIGNED: [&str; 12] = [
     "References",
     "List-Unsubscribe",
     "List-Unsubscribe-Post",
+    "From",
+    "To",
+    "Subject",
+    "Date",
+    "Message-ID",
 ];
 
 pub struct DomainSigner {

@@ -25,11 +25,69 @@ pub struct Prepared {
     headers: Vec<Header>,
 }
 
-/// The address of the From header when it names exactly one.
-pub fn single_from(raw: &[u8]) -> Option<String> {
-    let message = MessageParser::default().parse_headers(raw)?;
-    let from = message.from()?;
-    let mut addresses = from.iter();
+/// Why a submitted message may not leave as the mailbox that logged in.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Impersonation {
+    /// No From field, or more than one: receivers and filters may show either.
+    FromFields(usize),
+    /// A From, Sender or Resent-* field naming no address, several, or another one.
+    Field(&'static str),
+}
+
+impl std::fmt::Display for Impersonation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Impersonation::FromFields(n) => write!(f, "exactly one From field is allowed; got {n}"),
+            Impersonation::Field(name) => {
+                write!(f, "the {name} field must name only the mailbox you logged in as")
+            }
+        }
+    }
+}
+
+/// Fields that name who a message is from, each held to the logged-in mailbox: From (exactly
+/// one field, one address), Sender (at most one), and those of a resent message. Mail-parser
+/// keeps only the last of repeated fields, so the fields are counted here on the raw header:
+/// `From: security@paypal.com` followed by `From: <login>` must not pass as the login.
+const IDENTITY: [(&str, &str); 4] = [
+    ("from", "From"),
+    ("sender", "Sender"),
+    ("resent-from", "Resent-From"),
+    ("resent-sender", "Resent-Sender"),
+];
+
+/// Checks that the message claims to be from `login` and no one else.
+pub fn check_sender(raw: &[u8], login: &str) -> Result<(), Impersonation> {
+    let (head, _) = split(raw);
+    let mut froms = 0;
+    for field in fields(head) {
+        let Some(&(lower, name)) = IDENTITY.iter().find(|(n, _)| is_named(field, n)) else {
+            continue;
+        };
+        froms += usize::from(lower == "from");
+        let only = only_address(field);
+        if !only.is_some_and(|a| a.eq_ignore_ascii_case(login)) {
+            return Err(Impersonation::Field(name));
+        }
+    }
+    if froms != 1 {
+        return Err(Impersonation::FromFields(froms));
+    }
+    if fields(head).filter(|f| is_named(f, "sender")).count() > 1 {
+        return Err(Impersonation::Field("Sender"));
+    }
+    Ok(())
+}
+
+/// The one address an address field names (a group of one included), read by mail-parser as a
+/// From field.
+fn only_address(field: &[u8]) -> Option<String> {
+    let colon = field.iter().position(|b| *b == b':')?;
+    let mut one = b"From:".to_vec();
+    one.extend_from_slice(&field[colon + 1..]);
+    one.extend_from_slice(b"\r\n\r\n");
+    let message = MessageParser::default().parse_headers(&one)?;
+    let mut addresses = message.from()?.iter();
     let first = addresses.next()?.address()?.to_owned();
     addresses.next().is_none().then_some(first)
 }
@@ -172,9 +230,25 @@ mod tests {
     }
 
     #[test]
-    fn only_a_single_from_address_counts() {
-        assert_eq!(single_from(MESSAGE).as_deref(), Some("sales@alpha.test"));
-        assert_eq!(single_from(b"From: a@x.test, b@x.test\r\n\r\nx\r\n"), None);
-        assert_eq!(single_from(b"To: a@x.test\r\n\r\nx\r\n"), None);
+    fn only_the_logged_in_mailbox_may_be_named_as_sender() {
+        let login = "sales@alpha.test";
+        assert_eq!(check_sender(MESSAGE, login), Ok(()));
+        let two = b"From: security@paypal.com\r\nFrom: sales@alpha.test\r\n\r\nx\r\n";
+        assert_eq!(check_sender(two, login), Err(Impersonation::Field("From")));
+        let two_same = b"From: sales@alpha.test\r\nfrom : sales@alpha.test\r\n\r\nx\r\n";
+        assert_eq!(check_sender(two_same, login), Err(Impersonation::FromFields(2)));
+        let pair = b"From: a@x.test, sales@alpha.test\r\n\r\nx\r\n";
+        assert_eq!(check_sender(pair, login), Err(Impersonation::Field("From")));
+        assert_eq!(
+            check_sender(b"To: a@x.test\r\n\r\nx\r\n", login),
+            Err(Impersonation::FromFields(0))
+        );
+        let sender = b"From: sales@alpha.test\r\nSender: boss@alpha.test\r\n\r\nx\r\n";
+        assert_eq!(check_sender(sender, login), Err(Impersonation::Field("Sender")));
+        let resent = b"From: sales@alpha.test\r\nResent-From: ceo@alpha.test\r\n\r\nx\r\n";
+        assert_eq!(check_sender(resent, login), Err(Impersonation::Field("Resent-From")));
+        let own = b"From: \"S\" <SALES@alpha.test>\r\nSender: sales@alpha.test\r\n\
+            Resent-Sender: sales@alpha.test\r\n\r\nx\r\n";
+        assert_eq!(check_sender(own, login), Ok(()));
     }
 }

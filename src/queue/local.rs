@@ -61,20 +61,31 @@ pub fn hosted_domains(r: &Rtx, email: &Email) -> crate::store::Result<HashSet<St
 }
 
 /// Hands the recipients of a hosted domain to `local`; returns the others, the outcomes of the
-/// handed ones and the copies to commit.
+/// handed ones and the copies to commit. Each recipient is handed over alone with its own bounce
+/// address (`bounce`), as each remote recipient gets its own SMTP transaction: a copy records
+/// its envelope sender, and a co-recipient who learnt another's bounce address could forge a
+/// DSN that suppresses that recipient.
 pub async fn hand_over(
     local: &dyn Local,
     hosted: &HashSet<String>,
     pending: Vec<String>,
     sender_domain: &str,
-    mail_from: &str,
+    bounce: &(dyn Fn(&str) -> String + Sync),
     message: &[u8],
 ) -> (Vec<String>, Handover) {
     let (here, elsewhere): (Vec<String>, Vec<String>) =
         pending.into_iter().partition(|r| hosted.contains(&domain_of(r)));
-    if here.is_empty() {
-        return (elsewhere, Handover { outcomes: Vec::new(), commit: None });
+    let mut outcomes = Vec::with_capacity(here.len());
+    let mut commits = Vec::new();
+    for recipient in &here {
+        let from = bounce(recipient);
+        let one = std::slice::from_ref(recipient);
+        let handed = local.hand_over(sender_domain, &from, one, message).await;
+        outcomes.extend(handed.outcomes);
+        commits.extend(handed.commit);
     }
-    let handover = local.hand_over(sender_domain, mail_from, &here, message).await;
-    (elsewhere, handover)
+    let commit = (!commits.is_empty()).then(|| -> Commit {
+        Arc::new(move |w: &mut Wtx<'_>| commits.iter().try_for_each(|c| c(w)))
+    });
+    (elsewhere, Handover { outcomes, commit })
 }

@@ -279,8 +279,8 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     .map_err(|source| Error::Compose { email: id.to_owned(), source })?;
     let (pending, handed) = match app.queue.local.get() {
         Some(receiver) => {
-            let from = app.tokens.bounce_address(&email.summary.id, 0, &domain.name);
-            local::hand_over(&**receiver, &hosted, pending, &domain.name, &from, &message).await
+            let bounce = |r: &str| remote::bounce_address(app, &email, r, &domain.name);
+            local::hand_over(&**receiver, &hosted, pending, &domain.name, &bounce, &message).await
         }
         None => (pending, local::Handover { outcomes: Vec::new(), commit: None }),
     };

@@ -103,18 +103,24 @@ pub(super) async fn deliver_all(
                 remote.hold(recipient, held);
                 continue;
             }
-            let n = email
-                .deliveries
-                .iter()
-                .position(|d| d.recipient.eq_ignore_ascii_case(recipient))
-                .unwrap_or(0);
-            let from = app.tokens.bounce_address(&email.summary.id, n, sender_domain);
+            let from = bounce_address(app, email, recipient, sender_domain);
             let one = std::slice::from_ref(recipient);
             let label = domain.as_deref().unwrap_or("relay");
             remote.outcomes.extend(deliver(app, label, &target, &from, one, message).await);
         }
     }
     remote
+}
+
+/// The bounce address of `recipient` of `email`: one per recipient, so that a DSN (or whoever
+/// learns the address) can speak only for that recipient.
+pub(super) fn bounce_address(app: &Deps, email: &Email, recipient: &str, domain: &str) -> String {
+    let n = email
+        .deliveries
+        .iter()
+        .position(|d| d.recipient.eq_ignore_ascii_case(recipient))
+        .unwrap_or(0);
+    app.tokens.bounce_address(&email.summary.id, n, domain)
 }
 
 /// Delivers to one destination: the relay, or the domain's mail exchangers in preference order

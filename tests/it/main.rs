@@ -52,6 +52,7 @@ mod readme;
 mod security;
 mod security_mime;
 mod security_smtp;
+mod security_trace;
 mod send;
 mod send_fields;
 mod sender_groups;

@@ -371,3 +371,56 @@ fn refusals_no_tls_bad_password_wrong_sender_blocked_recipient_and_throttling() 
     let throttled = c.smtplib("starttls", fresh, "sales@alpha.test", "a@example.org", &ok);
     assert_eq!(throttled[1], "login 454", "{throttled:?}");
 }
+
+/// The `h=` tag of every DKIM-Signature field of `raw`, lowercased, in order.
+fn signed_fields(raw: &[u8]) -> Vec<Vec<String>> {
+    let text = String::from_utf8_lossy(raw).replace("\r\n\t", " ").replace("\r\n ", " ");
+    text.lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with("dkim-signature:"))
+        .filter_map(|l| {
+            let tag = l.split(';').map(str::trim).find_map(|t| t.strip_prefix("h="))?;
+            Some(tag.split(':').map(|n| n.trim().to_ascii_lowercase()).collect())
+        })
+        .collect()
+}
+
+/// Issue 32, finding 6: the sender binding holds against repeated and extra identity fields, and
+/// every signature oversigns From, To, Subject, Date and Message-ID, so a From added on the way
+/// breaks it.
+#[test]
+fn one_from_field_naming_the_login_and_oversigned_identity_fields() {
+    let c = Clients::start(&[]);
+    let (_, password) = c.password("laptop");
+    let right = Some(("sales@alpha.test", password.as_str()));
+    let body = "To: a@example.org\nSubject: s\n\nhello\n";
+    for (case, head) in [
+        ("a second From after a forged one", "From: security@paypal.com\nFrom: sales@alpha.test\n"),
+        ("the right From twice", "From: sales@alpha.test\nFrom: sales@alpha.test\n"),
+        ("two addresses", "From: security@paypal.com, sales@alpha.test\n"),
+        ("another Sender", "From: sales@alpha.test\nSender: security@paypal.com\n"),
+        ("another Resent-From", "From: sales@alpha.test\nResent-From: security@paypal.com\n"),
+    ] {
+        let message = format!("{head}{body}");
+        let lines = c.smtplib("starttls", right, "sales@alpha.test", "a@example.org", &message);
+        assert!(lines[4].starts_with("data 553 5.7.1"), "{case}: {lines:?}");
+    }
+    let ok = message("sales@alpha.test", "a@example.org", "oversigned");
+    let lines = c.smtplib("starttls", right, "sales@alpha.test", "a@example.org", &ok);
+    assert!(lines[4].starts_with("data 250"), "{lines:?}");
+    let got = c.world.sink.wait_for(1, Duration::from_secs(20));
+    assert_eq!(got.len(), 1, "only the genuine message left");
+    let raw = &got[0].data;
+    let signatures = signed_fields(raw);
+    assert_eq!(signatures.len(), 2, "RSA and Ed25519");
+    for h in &signatures {
+        for name in ["from", "to", "subject", "date", "message-id"] {
+            assert_eq!(h.iter().filter(|n| *n == name).count(), 2, "{name} oversigned: {h:?}");
+        }
+    }
+    let results = verify_dkim(&c.world.dns, raw);
+    assert!(results.iter().all(|(_, r)| r == "Pass"), "{results:?}");
+    // A From added anywhere in the header fails both signatures.
+    let tampered = [b"From: security@paypal.com\r\n".as_slice(), raw].concat();
+    let results = verify_dkim(&c.world.dns, &tampered);
+    assert!(results.len() == 2 && results.iter().all(|(_, r)| r != "Pass"), "{results:?}");
+}

@@ -33,9 +33,12 @@ pub enum Command {
     KeyRevoke {
         id: String,
     },
-    /// Write a consistent copy of the data to this (absolute) path.
+    /// Write a consistent copy of the data to this (absolute) path, replacing a file there only
+    /// when `force`.
     Backup {
         to: PathBuf,
+        #[serde(default)]
+        force: bool,
     },
     /// Check the integrity of what is committed (on a copy: the live file cannot be checked).
     Check,
@@ -116,8 +119,8 @@ pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result
             }
             Ok(out)
         }
-        Command::Backup { to } => {
-            let checked = store.backup(&to)?;
+        Command::Backup { to, force } => {
+            let checked = store.backup(&to, force)?;
             Ok(format!("backed up to {} ({})\n", to.display(), describe(&checked)))
         }
         Command::Check if store.is_shared() => {
@@ -127,7 +130,7 @@ pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result
         }
         Command::Check => {
             let copy = store.path().with_extension("redb.check");
-            let checked = store.backup(&copy);
+            let checked = store.backup(&copy, true);
             let _ = std::fs::remove_file(&copy);
             Ok(format!("{}: ok ({})\n", store.path().display(), describe(&checked?)))
         }

@@ -28,10 +28,14 @@ pub enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
-    /// Write a consistent copy of the data to FILE (also while `serve` runs on it).
+    /// Write a consistent copy of the data to FILE (also while `serve` runs on it); an existing
+    /// FILE is replaced only with --force.
     Backup {
         #[arg(long, value_name = "FILE")]
         to: PathBuf,
+        /// Replace FILE when it exists.
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         common: Common,
     },

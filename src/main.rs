@@ -37,8 +37,8 @@ fn main() -> ExitCode {
             KeyCommand::List { common } => administer(&common, Admin::KeyList),
             KeyCommand::Revoke { id, common } => administer(&common, Admin::KeyRevoke { id }),
         },
-        Command::Backup { to, common } => match std::path::absolute(&to) {
-            Ok(to) => on_existing_store(&common, Admin::Backup { to }),
+        Command::Backup { to, force, common } => match std::path::absolute(&to) {
+            Ok(to) => on_existing_store(&common, Admin::Backup { to, force }),
             Err(e) => fail(&format!("{}: {e}", to.display())),
         },
         Command::Check { common } => on_existing_store(&common, Admin::Check),
@@ -130,10 +130,10 @@ fn store_options(config: &Config) -> store::Options {
 }
 
 /// The refusal of a command that reads a store when the data directory is not there: only
-/// `serve`, `demo` and `restore` create one.
+/// `serve`, `demo` and `restore` create one. A store in PostgreSQL (`--store`) needs none.
 fn missing_data_dir(config: &Config) -> Option<ExitCode> {
     let dir = &config.data_dir;
-    (!dir.is_dir()).then(|| {
+    (!dir.is_dir() && config.cluster.store_url.is_none()).then(|| {
         fail(&format!(
             "the data directory {} does not exist (`edgemail serve` creates it; \
              pass the --data or --config that serve uses)",
@@ -199,9 +199,12 @@ fn serve(args: ServeArgs) -> ExitCode {
 
 async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {
     let (data_dir, options) = (config.data_dir.clone(), store_options(&config));
-    let store = tokio::task::spawn_blocking(move || Store::open_with(&data_dir, options))
-        .await
-        .map_err(Error::internal)??;
+    let store = tokio::task::spawn_blocking(move || {
+        Store::create_data_dir(&data_dir)?;
+        Store::open_with(&data_dir, options)
+    })
+    .await
+    .map_err(Error::internal)??;
     let listeners = app::bind(&config).await?;
     let http = listeners.http.local_addr()?;
     let smtp = listeners.smtp.local_addr()?;

@@ -25,7 +25,7 @@ impl Store {
     /// Writes a consistent copy of the data to `to` (replaced if present); returns what the
     /// check of the copy found. Runs alongside reads and writes, holding writes for the time of
     /// a file copy.
-    pub fn backup(&self, to: &Path) -> Result<Checked> {
+    pub fn backup(&self, to: &Path, force: bool) -> Result<Checked> {
         if self.file.is_shared() {
             return Err(Error::Unavailable(
                 "this store is a PostgreSQL database: back it up with PostgreSQL's tools \
@@ -33,6 +33,7 @@ impl Store {
                     .into(),
             ));
         }
+        backup_target(to, force)?;
         let partial = sibling(to, "partial");
         let (done, copied) = mpsc::channel();
         let (from, target) = (self.path.clone(), partial.clone());
@@ -97,6 +98,28 @@ pub fn restore(from: &Path, dir: &Path, force: bool) -> Result<Checked> {
     })?;
     super::file::restrict_file(&target)?;
     Ok(checked)
+}
+
+/// Refuses a backup path that would silently replace a file (without `force`), or whose
+/// directory is missing, saying which.
+fn backup_target(to: &Path, force: bool) -> Result<()> {
+    if to.is_dir() {
+        return Err(Error::Conflict(format!("{} is a directory; name a file in it", to.display())));
+    }
+    if to.exists() && !force {
+        return Err(Error::Conflict(format!(
+            "{} exists; pass --force to replace it, or name another file",
+            to.display()
+        )));
+    }
+    let parent = to.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = parent.filter(|p| !p.is_dir()) {
+        return Err(Error::NotFound(format!(
+            "the directory {} does not exist; create it first",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 fn sibling(path: &Path, tag: &str) -> PathBuf {

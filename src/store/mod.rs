@@ -162,12 +162,19 @@ impl Store {
         Store::open_with(dir, Options::default())
     }
 
+    /// Creates the data directory (mode 0700) when it is missing: a server keeps its admin
+    /// socket and certificates there whichever store holds its data. Opening a PostgreSQL store
+    /// needs none, so commands run with `--store` leave the file system alone.
+    pub fn create_data_dir(dir: &Path) -> Result<()> {
+        file::create_private_dir(dir)
+    }
+
     pub fn open_with(dir: &Path, options: Options) -> Result<Store> {
-        file::create_private_dir(dir)?;
         let path = dir.join(DB_FILE);
         let file = match &options.url {
             Some(url) => Arc::new(file::File::connect(url, dir, options.connections)?),
             None => {
+                file::create_private_dir(dir)?;
                 let file = file::File::open(&path, options.cache_size)?;
                 file::restrict_file(&path)?;
                 Arc::new(file)

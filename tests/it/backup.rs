@@ -125,3 +125,31 @@ fn check_reports_a_truncated_file_and_passes_a_sound_or_live_one() {
     let out = edgemail(&["backup", "--to", file.to_str().expect("utf-8")], &missing);
     assert!(!out.status.success() && !missing.exists(), "{}", text(&out));
 }
+
+/// Issue 33: `backup --to` never replaces an existing file unless told to, and a missing
+/// directory is named as such (it was "internal error: cannot copy").
+#[test]
+fn a_backup_replaces_a_file_only_with_force_and_names_a_missing_directory() {
+    if crate::harness::on_postgres() {
+        return; // PostgreSQL is backed up with its own tools.
+    }
+    let dir = TempDir::new("bk-src");
+    crate::harness::Seed::open(&dir.0).close();
+    let backups = TempDir::new("bk-out");
+    let file = backups.0.join("copy.redb");
+    std::fs::write(&file, b"an older backup").expect("write");
+    let path = file.to_str().expect("utf-8");
+    let out = edgemail(&["backup", "--to", path], &dir.0);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("--force"), "{}", text(&out));
+    assert_eq!(std::fs::read(&file).expect("read"), b"an older backup", "left as it was");
+    let out = edgemail(&["backup", "--to", path, "--force"], &dir.0);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(std::fs::metadata(&file).expect("size").len() > 1000);
+
+    let nowhere = backups.0.join("no").join("such").join("copy.redb");
+    let out = edgemail(&["backup", "--to", nowhere.to_str().expect("utf-8")], &dir.0);
+    assert!(!out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("does not exist") && !said.contains("internal error"), "{said}");
+}

@@ -149,3 +149,19 @@ fn listen_addresses_take_host_names_and_a_failed_start_says_why_once() {
     let reason = format!("cannot listen on {port}");
     assert_eq!(err.matches(&reason).count(), 1, "{err}");
 }
+
+/// Issue 33: a command against a PostgreSQL store (`--store`) needs no data directory.
+#[test]
+fn commands_against_a_postgres_store_need_no_data_directory() {
+    let url = crate::pg_cluster::Cluster::shared().database();
+    let dir = TempDir::new("cli-pg");
+    let missing = dir.0.join("nowhere");
+    let data = missing.to_str().expect("utf-8");
+    let (ok, out, err) = cli(&["domain", "add", "pg.test", "--store", &url, "--data", data]);
+    assert!(ok, "{err}");
+    assert!(out.contains("pg.test"), "{out}");
+    let (ok, listed, err) = cli(&["domain", "list", "--store", &url, "--data", data]);
+    assert!(ok, "{err}");
+    assert!(listed.contains("pg.test"), "{listed}");
+    assert!(!missing.exists(), "no data directory made");
+}

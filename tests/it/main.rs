@@ -19,6 +19,7 @@ mod api_limits;
 mod auth;
 mod backup;
 mod bounces;
+mod certificate;
 mod cli;
 mod cluster;
 mod contacts;

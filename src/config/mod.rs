@@ -199,8 +199,8 @@ pub struct Submission {
     pub listen: Option<SocketAddr>,
     /// Submission over implicit TLS (RFC 8314, port 465 in production); off when absent.
     pub tls_listen: Option<SocketAddr>,
-    /// Failed logins allowed per client address and per mailbox before logins are refused;
-    /// one more is allowed every minute.
+    /// Failed logins allowed per client address and mailbox (five times as many per address,
+    /// whatever the mailbox) before its logins are refused; one more is allowed every minute.
     pub failed_logins: u32,
 }
 

@@ -165,6 +165,7 @@ fn serve_imap(
         store: app.store.clone(),
         logins,
         config: app.config.imap.clone(),
+        inflight: crate::imap::Budget::new(app.config.imap.max_inflight_bytes),
     });
     let [plain, implicit] = listeners;
     [(plain, false), (implicit, true)]

@@ -11,8 +11,10 @@ use tokio::sync::Semaphore;
 
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
-use crate::ratelimit::LoginLimits;
 use crate::store::{AppPassword, Store};
+use limits::LoginLimits;
+
+mod limits;
 
 /// Characters of a generated password: lower-case letters and digits without the ones people
 /// misread (0/o, 1/l/i), so a password read off a screen can be typed.
@@ -61,7 +63,7 @@ pub enum Login {
     /// The mailbox address logged in as (lower-cased).
     Accepted(String),
     Refused,
-    /// Too many failures from this address or for this mailbox: not checked.
+    /// Too many failures from this address (for this mailbox, or for any): not checked.
     Throttled,
     /// The check could not be made (the store failed).
     Unavailable,

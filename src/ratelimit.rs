@@ -2,13 +2,11 @@
 //! peer, or the last address in `X-Forwarded-For` when the peer is a configured trusted proxy, so
 //! a client cannot escape its bucket by sending that header itself. The authenticated API is
 //! limited per API key, after authentication, so unknown keys never get (or exhaust) a bucket.
-//! Mail clients' failed logins are limited per client address and per mailbox.
+//! (Mail clients' failed logins are counted in `credentials`.)
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::Arc;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -78,69 +76,6 @@ impl ApiLimits {
     }
 }
 
-/// Failed logins of mail clients, per client address and per mailbox. Only failures take a
-/// token: a client that logs in right is never slowed down. Once a bucket is empty, every login
-/// from that address or to that mailbox is refused unchecked until a token is back, so a guesser
-/// cannot keep the password checks (slow on purpose) busy either.
-pub struct LoginLimits {
-    by_ip: DefaultKeyedRateLimiter<IpAddr>,
-    by_mailbox: DefaultKeyedRateLimiter<String>,
-    blocked: Mutex<HashMap<Blocked, Instant>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Blocked {
-    Ip(IpAddr),
-    Mailbox(String),
-}
-
-impl LoginLimits {
-    /// `failures` in a row are allowed; one more each minute after that.
-    pub fn new(failures: u32) -> LoginLimits {
-        let burst = NonZeroU32::new(failures.max(1)).unwrap_or(NonZeroU32::MIN);
-        let quota = Quota::per_minute(NonZeroU32::MIN).allow_burst(burst);
-        LoginLimits {
-            by_ip: RateLimiter::keyed(quota),
-            by_mailbox: RateLimiter::keyed(quota),
-            blocked: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Whether a login from `ip` to `mailbox` (lower-cased) may be checked now.
-    pub fn allowed(&self, ip: IpAddr, mailbox: &str) -> bool {
-        let now = Instant::now();
-        let blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
-        let open = |key: &Blocked| blocked.get(key).is_none_or(|until| *until <= now);
-        open(&Blocked::Ip(ip)) && open(&Blocked::Mailbox(mailbox.to_owned()))
-    }
-
-    /// Counts a failed login against both buckets.
-    pub fn failed(&self, ip: IpAddr, mailbox: &str) {
-        let mut empty = Vec::new();
-        if let Err(not_until) = self.by_ip.check_key(&ip) {
-            empty.push((Blocked::Ip(ip), not_until.wait_time_from(DefaultClock::default().now())));
-        }
-        let mailbox = mailbox.to_owned();
-        if let Err(not_until) = self.by_mailbox.check_key(&mailbox) {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            empty.push((Blocked::Mailbox(mailbox), wait));
-        }
-        let mut blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
-        for (key, wait) in empty {
-            blocked.insert(key, Instant::now() + wait);
-        }
-    }
-
-    /// Forgets full buckets and blocks that are over.
-    pub fn tidy(&self) {
-        self.by_ip.retain_recent();
-        self.by_mailbox.retain_recent();
-        let now = Instant::now();
-        let mut blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
-        blocked.retain(|_, until| *until > now);
-    }
-}
-
 fn take<K>(limiter: &DefaultKeyedRateLimiter<K>, key: &K) -> Result<()>
 where
     K: std::hash::Hash + Eq + Clone,
@@ -186,21 +121,6 @@ mod tests {
             other => panic!("expected 429, got {other:?}"),
         }
         assert!(limits.check(&b).is_ok());
-    }
-
-    #[test]
-    fn failed_logins_block_the_address_and_the_mailbox_but_not_others() {
-        let limits = LoginLimits::new(2);
-        let (a, b): (IpAddr, IpAddr) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
-        for _ in 0..2 {
-            assert!(limits.allowed(a, "m@x.test"));
-            limits.failed(a, "m@x.test");
-        }
-        assert!(limits.allowed(a, "m@x.test"), "the burst itself is allowed");
-        limits.failed(a, "m@x.test");
-        assert!(!limits.allowed(a, "other@x.test"), "the address is blocked");
-        assert!(!limits.allowed(b, "m@x.test"), "the mailbox is blocked");
-        assert!(limits.allowed(b, "other@x.test"));
     }
 
     #[test]

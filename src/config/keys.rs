@@ -166,6 +166,10 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.submission.failed_logins = positive(v)?;
         Ok(())
     }),
+    ("imap.max_inflight_bytes", |c, v| {
+        c.imap.max_inflight_bytes = parse_size(v)?;
+        Ok(())
+    }),
     ("delivery.relay", |c, v| {
         let (host, port) = v.rsplit_once(':').ok_or("expected HOST:PORT")?;
         if host.is_empty() || port.parse::<u16>().is_err() {

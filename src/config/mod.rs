@@ -199,14 +199,13 @@ pub struct Submission {
     pub listen: Option<SocketAddr>,
     /// Submission over implicit TLS (RFC 8314, port 465 in production); off when absent.
     pub tls_listen: Option<SocketAddr>,
-    /// Failed logins allowed per client address and per mailbox before logins are refused;
-    /// one more is allowed every minute.
+    /// Failed logins allowed per client address and mailbox (five times as many per address,
+    /// whatever the mailbox) before its logins are refused; one more is allowed every minute.
     pub failed_logins: u32,
 }
 
 /// Mail clients reading mail (IMAP4rev2 and rev1): the listeners and the session limits. Logins
-/// are the submission's (app passwords, `submission.failed_logins`); the certificate is the SMTP
-/// listener's.
+/// are the submission's (`submission.failed_logins`); the certificate is the SMTP listener's.
 #[derive(Debug, Clone)]
 pub struct Imap {
     /// IMAP with STARTTLS (port 143 in production); off when absent.
@@ -219,6 +218,8 @@ pub struct Imap {
     pub idle_timeout: Duration,
     /// How long a client that has not logged in may stay silent.
     pub login_timeout: Duration,
+    /// Bytes of literals all sessions together may hold while receiving them (`NO [LIMIT]`).
+    pub max_inflight_bytes: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -277,6 +278,7 @@ impl Default for Config {
                 max_connections_per_ip: 20,
                 idle_timeout: Duration::from_secs(31 * 60),
                 login_timeout: Duration::from_secs(60),
+                max_inflight_bytes: 128 * 1024 * 1024,
             },
             delivery: Delivery {
                 relay: None,

@@ -1,6 +1,7 @@
-//! The bytes of one connection around imap-next's server flow: input fed to the flow, the flow's
-//! output written out, over a plain or a TLS stream alike. Reads are the only await that may be
-//! cancelled (IDLE waits on mail at the same time), and a cancelled read loses nothing.
+//! The bytes of one connection around imap-next's server flow: input fed to the flow through
+//! the gate (`gate.rs`: what it may take, and when), the flow's output written out, over a
+//! plain or a TLS stream alike. Reads are the only await that may be cancelled (IDLE waits on
+//! mail at the same time), and a cancelled read loses nothing.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -15,9 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
-/// The largest command line and literal taken (an APPEND of a large message fits).
-pub const MAX_LITERAL: u32 = 40 * 1024 * 1024;
-const MAX_COMMAND: u32 = MAX_LITERAL + 64 * 1024;
+use super::gate::{Budget, Gate, MAX_COMMAND, MAX_LITERAL, Pumped};
 /// Malformed commands in a row before the connection is dropped.
 const MAX_BAD: u32 = 20;
 
@@ -26,6 +25,8 @@ pub enum ConnError {
     Closed,
     TimedOut,
     TooManyErrors,
+    /// A command past a limit that could only be refused by closing (`gate.rs`).
+    Limit,
 }
 
 impl From<std::io::Error> for ConnError {
@@ -87,8 +88,12 @@ pub struct Conn {
     /// Events the flow gave while only output was wanted (pipelined commands).
     pending: VecDeque<Event>,
     bad_in_a_row: u32,
+    gate: Gate,
+    /// The flow's last event was a plain command, so it is back to waiting for commands.
+    renewable: bool,
 }
 
+/// The flow's own limits are the gate's largest after login: the gate keeps it within them.
 pub(super) fn options() -> Options {
     let mut options = Options::default();
     options.max_literal_size = MAX_LITERAL;
@@ -100,22 +105,28 @@ pub(super) fn options() -> Options {
 
 impl Conn {
     /// A connection that starts by greeting the client.
-    pub fn new(io: Stream, greeting: Greeting<'static>) -> Self {
+    pub fn new(io: Stream, greeting: Greeting<'static>, budget: Budget) -> Self {
         Conn {
             io,
             server: Server::new(options(), greeting),
             input: vec![0; 16 * 1024],
             pending: VecDeque::new(),
             bad_in_a_row: 0,
+            gate: Gate::new(budget),
+            renewable: false,
         }
     }
 
     /// A connection after STARTTLS: there is no second greeting, so the flow's is dropped.
-    pub fn resumed(io: Stream) -> Self {
-        let greeting = Greeting::ok(None, "resumed").unwrap_or_else(|_| unreachable!()); // ok: constant text
-        let mut conn = Conn::new(io, greeting);
+    pub fn resumed(io: Stream, budget: Budget) -> Self {
+        let mut conn = Conn::new(io, silent_greeting(), budget);
         while let Err(Interrupt::Io(Io::Output(_))) = conn.server.next() {}
         conn
+    }
+
+    /// The session logged in: the gate lets large commands through from now on.
+    pub fn logged_in(&mut self) {
+        self.gate.logged_in();
     }
 
     pub fn enqueue(&mut self, status: Status<'static>) {
@@ -135,7 +146,10 @@ impl Conn {
         loop {
             match self.server.next() {
                 Ok(Event::GreetingSent { .. } | Event::ResponseSent { .. }) => {}
-                Ok(event) => self.pending.push_back(event),
+                Ok(event) => {
+                    self.renewable = matches!(event, Event::CommandReceived { .. });
+                    self.pending.push_back(event);
+                }
                 Err(Interrupt::Io(Io::Output(bytes))) => self.io.write_all(&bytes).await?,
                 Err(Interrupt::Io(Io::NeedMoreInput)) => break,
                 Err(Interrupt::Error(e)) => self.refuse(e)?,
@@ -155,18 +169,43 @@ impl Conn {
                 Ok(Event::GreetingSent { .. } | Event::ResponseSent { .. }) => {}
                 Ok(event) => {
                     self.bad_in_a_row = 0;
+                    self.renewable = matches!(event, Event::CommandReceived { .. });
                     return Ok(event);
                 }
                 Err(Interrupt::Io(Io::Output(bytes))) => {
                     self.io.write_all(&bytes).await?;
                 }
-                Err(Interrupt::Io(Io::NeedMoreInput)) => {
-                    self.io.flush().await?;
-                    self.read(limit).await?;
-                }
+                Err(Interrupt::Io(Io::NeedMoreInput)) => self.more_input(limit).await?,
                 Err(Interrupt::Error(e)) => self.refuse(e)?,
             }
         }
+    }
+
+    /// The flow took all it was given: the gate hands it more, or refuses, or the client is
+    /// read from.
+    async fn more_input(&mut self, limit: Duration) -> Result<(), ConnError> {
+        if self.renewable && self.gate.renew_due() {
+            // A fresh flow, so the old one's buffer, as large as the largest command, is freed.
+            self.server = Server::new(options(), silent_greeting());
+            while let Err(Interrupt::Io(Io::Output(_))) = self.server.next() {}
+        }
+        match self.gate.pump(&mut self.server) {
+            Pumped::Fed => {}
+            Pumped::Refused(answer) => {
+                self.server.enqueue_status(answer);
+                self.count_bad()?;
+            }
+            Pumped::Close(bye) => {
+                self.server.enqueue_status(bye);
+                self.flush().await?;
+                return Err(ConnError::Limit);
+            }
+            Pumped::Starved => {
+                self.io.flush().await?;
+                self.read(limit).await?;
+            }
+        }
+        Ok(())
     }
 
     /// One read into the flow. Cancel-safe: the bytes are fed only once read.
@@ -176,19 +215,29 @@ impl Conn {
             Ok(Err(_) | Ok(0)) => return Err(ConnError::Closed),
             Ok(Ok(n)) => n,
         };
-        self.server.enqueue_input(&self.input[..n]);
+        self.gate.take(&self.input[..n]);
         Ok(())
     }
 
     /// Answers input the flow could not take with a BAD, keeping the session.
     fn refuse(&mut self, e: FlowError) -> Result<(), ConnError> {
-        self.bad_in_a_row += 1;
-        if self.bad_in_a_row > MAX_BAD {
-            return Err(ConnError::TooManyErrors);
-        }
+        self.count_bad()?;
         refuse(&mut self.server, e);
         Ok(())
     }
+
+    fn count_bad(&mut self) -> Result<(), ConnError> {
+        self.bad_in_a_row += 1;
+        match self.bad_in_a_row > MAX_BAD {
+            true => Err(ConnError::TooManyErrors),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The greeting of a flow whose greeting is never sent (after STARTTLS, or a renewed flow).
+fn silent_greeting() -> Greeting<'static> {
+    Greeting::ok(None, "resumed").unwrap_or_else(|_| unreachable!()) // ok: constant text
 }
 
 /// Enqueues the BAD for input the flow could not take.
@@ -211,7 +260,7 @@ pub(super) fn refuse(server: &mut Server, e: FlowError) {
 }
 
 /// The tag a malformed command started with, when it has a valid one.
-fn tag_of(bytes: &[u8]) -> Option<Tag<'static>> {
+pub(super) fn tag_of(bytes: &[u8]) -> Option<Tag<'static>> {
     let end = bytes.iter().position(|b| *b == b' ' || *b == b'\r' || *b == b'\n')?;
     let text = std::str::from_utf8(&bytes[..end]).ok()?;
     Tag::try_from(text.to_owned()).ok()

@@ -5,6 +5,7 @@
 //! commands.
 //!
 //! - `conn`       the bytes around the flow: plain or TLS, timeouts, BAD for garbage
+//! - `gate`       what the flow may take in: command sizes before and after login, the budget
 //! - `session`    the session's state, the command loop, any-state commands, logging in
 //! - `commands`   the commands of a logged-in session, to their handlers
 //! - `mailboxes`  folder names and SPECIAL-USE, LIST, STATUS, SELECT, NAMESPACE
@@ -22,6 +23,7 @@
 mod commands;
 pub mod conn;
 mod fetch;
+mod gate;
 mod idle;
 mod mailboxes;
 mod message;
@@ -46,6 +48,7 @@ use crate::credentials::Logins;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use conn::{Conn, Stream};
+pub use gate::Budget;
 use session::{Next, Session};
 
 /// What sessions use.
@@ -53,6 +56,8 @@ pub struct Deps {
     pub store: Arc<Store>,
     pub logins: Arc<Logins>,
     pub config: crate::config::Imap,
+    /// Literals being received, over all sessions (`imap.max_inflight_bytes`).
+    pub inflight: Budget,
 }
 
 /// Serves IMAP on `listener` until `shutdown`: with STARTTLS, or TLS from the first byte when
@@ -94,15 +99,16 @@ async fn connection(
 ) -> Result<(), conn::ConnError> {
     let timeout = deps.config.login_timeout;
     let greeting = Greeting::ok(None, "edgemail IMAP ready").unwrap_or_else(|_| unreachable!()); // ok: constant text
+    let budget = deps.inflight.clone();
     if implicit_tls {
         let Some(secure) = handshake(tls, stream, timeout).await else { return Ok(()) };
         let mut session = Session::new(deps, ip, true, false);
-        let mut conn = Conn::new(Stream::Tls(Box::new(secure)), greeting);
+        let mut conn = Conn::new(Stream::Tls(Box::new(secure)), greeting, budget);
         session.run(&mut conn).await?;
         return Ok(());
     }
     let mut session = Session::new(deps, ip, false, tls.is_some());
-    let mut conn = Conn::new(Stream::Plain(stream), greeting);
+    let mut conn = Conn::new(Stream::Plain(stream), greeting, budget.clone());
     if session.run(&mut conn).await? != Next::StartTls {
         return Ok(());
     }
@@ -111,7 +117,7 @@ async fn connection(
     let Stream::Plain(stream) = conn.io else { return Ok(()) };
     let Some(secure) = handshake(tls, stream, timeout).await else { return Ok(()) };
     session.tls = true;
-    let mut conn = Conn::resumed(Stream::Tls(Box::new(secure)));
+    let mut conn = Conn::resumed(Stream::Tls(Box::new(secure)), budget);
     session.run(&mut conn).await?;
     Ok(())
 }

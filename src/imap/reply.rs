@@ -39,6 +39,16 @@ fn unavailable() -> imap_types::response::CodeOther<'static> {
     imap_types::response::CodeOther::unvalidated(b"UNAVAILABLE".as_slice())
 }
 
+/// The `[LIMIT]` code (RFC 9051 7.1): a command ran into one of the server's limits.
+pub fn limit_code() -> Code<'static> {
+    Code::Other(imap_types::response::CodeOther::unvalidated(b"LIMIT".as_slice()))
+}
+
+/// A NO at one of the server's limits; the text says which.
+pub fn limit(tag: &Tag<'static>, s: &str) -> Status<'static> {
+    status(tag, StatusKind::No, Some(limit_code()), s)
+}
+
 /// A stored flag as a response item; `None` for one that is no longer valid.
 pub fn flag(stored: &str) -> Option<Flag<'static>> {
     Flag::try_from(stored.to_owned().as_str()).ok().map(|f| {

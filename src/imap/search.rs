@@ -1,28 +1,57 @@
 //! SEARCH: the criteria evaluated message by message over the selected folder, read in chunks
-//! (the bytes only when a criterion looks inside the message).
+//! (the bytes only when a criterion looks inside the message). Matching is CPU work on messages
+//! of up to tens of MB, so it runs on blocking threads, a few chunks at a time over all sessions
+//! (`SEARCHING`), never on the async workers that serve every listener; strings are matched in
+//! linear time and are at most `MAX_NEEDLE` long.
 
 use std::num::NonZeroU32;
+use std::sync::{Arc, LazyLock};
 
 use imap_types::core::Tag;
 use imap_types::response::{Data, Status};
 use imap_types::search::SearchKey;
 use mail_parser::Message;
+use memchr::memmem::Finder;
+use tokio::sync::Semaphore;
 
 use super::conn::{Conn, ConnError};
 use super::message::{Loaded, load};
-use super::reply::{failed, ok};
+use super::reply::{failed, limit, no, ok};
 use super::section::header_block;
 use super::session::Session;
 use super::update::CHUNK;
 use super::view::View;
 use crate::store::Store;
 
+/// The longest string a criterion may look for: longer ones are refused (`NO [LIMIT]`). Real
+/// clients search for words and addresses; a long needle only multiplies the work.
+pub const MAX_NEEDLE: usize = 1024;
+
+/// Hay is lower-cased this much at a time for matching, so matching allocates no more.
+const WINDOW: usize = 64 * 1024;
+
+/// Chunks being matched at once over all sessions: half the cores, so searches, however many,
+/// leave the other half to everything else.
+static SEARCHING: LazyLock<Semaphore> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    Semaphore::new((cores / 2).max(1))
+});
+
+/// What a criterion needs of the selected folder.
+#[derive(Clone, Copy)]
+struct Folder {
+    /// The largest sequence number and UID, which `*` stands for.
+    last_seq: u32,
+    last_uid: u32,
+}
+
 /// What a criterion sees of one message.
 struct Candidate<'a> {
     seq: u32,
+    recent: bool,
     loaded: &'a Loaded,
     parsed: Option<Message<'a>>,
-    view: &'a View,
+    folder: Folder,
 }
 
 fn looks_inside(key: &SearchKey<'_>) -> bool {
@@ -37,8 +66,41 @@ fn looks_inside(key: &SearchKey<'_>) -> bool {
     }
 }
 
+/// The length of the longest string any criterion looks for.
+fn longest_needle(key: &SearchKey<'_>) -> usize {
+    use SearchKey::*;
+    match key {
+        And(keys) => keys.as_ref().iter().map(longest_needle).max().unwrap_or(0),
+        Not(k) => longest_needle(k),
+        Or(a, b) => longest_needle(a).max(longest_needle(b)),
+        Bcc(s) | Body(s) | Cc(s) | From(s) | Subject(s) | Text(s) | To(s) => s.as_ref().len(),
+        Header(name, s) => name.as_ref().len().max(s.as_ref().len()),
+        _ => 0,
+    }
+}
+
+/// Whether `hay` holds `needle`, ASCII letters in either case (as IMAP's SEARCH compares them).
+/// Both are lower-cased, the hay a window at a time (windows overlap by the needle's length, so
+/// a match across two is seen), and memmem finds the needle in time linear in the hay.
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    needle.is_empty() || hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+    if needle.is_empty() {
+        return true;
+    }
+    let needle = needle.to_ascii_lowercase();
+    let finder = Finder::new(&needle);
+    let overlap = needle.len() - 1;
+    let mut lowered = Vec::with_capacity(hay.len().min(WINDOW) + overlap);
+    let mut start = 0;
+    while start < hay.len() {
+        let end = (start + WINDOW).min(hay.len());
+        lowered.clear();
+        lowered.extend(hay[start.saturating_sub(overlap)..end].iter().map(u8::to_ascii_lowercase));
+        if finder.find(&lowered).is_some() {
+            return true;
+        }
+        start = end;
+    }
+    false
 }
 
 /// Whether `n` is in `set`, where `*` stands for `largest`.
@@ -101,11 +163,8 @@ impl Candidate<'_> {
             Not(k) => !self.matches(k),
             Or(a, b) => self.matches(a) || self.matches(b),
             All => true,
-            SequenceSet(set) => in_set(set, self.seq, self.view.uids.len() as u32),
-            Uid(set) => {
-                let last = self.view.uids.last().copied().unwrap_or(0);
-                in_set(set, self.loaded.entry.uid, last)
-            }
+            SequenceSet(set) => in_set(set, self.seq, self.folder.last_seq),
+            Uid(set) => in_set(set, self.loaded.entry.uid, self.folder.last_uid),
             Answered => self.flag("\\Answered"),
             Unanswered => !self.flag("\\Answered"),
             Deleted => self.flag("\\Deleted"),
@@ -115,10 +174,10 @@ impl Candidate<'_> {
             Flagged => self.flag("\\Flagged"),
             Unflagged => !self.flag("\\Flagged"),
             Seen => self.flag("\\Seen"),
-            Old => !self.view.is_recent(self.loaded.entry.uid),
+            Old => !self.recent,
             Unseen => !self.flag("\\Seen"),
-            Recent => self.view.is_recent(self.loaded.entry.uid),
-            New => self.view.is_recent(self.loaded.entry.uid) && !self.flag("\\Seen"),
+            Recent => self.recent,
+            New => self.recent && !self.flag("\\Seen"),
             Keyword(k) => self.flag(k.as_ref()),
             Unkeyword(k) => !self.flag(k.as_ref()),
             Before(d) => self.internal_day().is_some_and(|x| x < day(d)),
@@ -155,9 +214,16 @@ impl Session {
         let Some(view) = self.view.as_ref() else {
             return Ok(super::reply::bad(tag, "select a folder first"));
         };
+        if criteria.iter().map(longest_needle).max().unwrap_or(0) > MAX_NEEDLE {
+            let text = format!("search strings are limited to {MAX_NEEDLE} bytes");
+            return Ok(limit(tag, &text));
+        }
         let bytes = criteria.iter().any(looks_inside);
+        let criteria = Arc::new(criteria.to_vec());
+        let last_uid = view.uids.last().copied().unwrap_or(0);
+        let folder = Folder { last_seq: view.uids.len() as u32, last_uid };
         let mut found = Vec::new();
-        for (n, chunk) in view.uids.chunks(CHUNK).enumerate() {
+        for chunk in view.uids.chunks(CHUNK) {
             let loaded =
                 match load(&self.deps.store, &view.mailbox, view.folder, chunk.to_vec(), bytes)
                     .await
@@ -165,22 +231,50 @@ impl Session {
                     Ok(loaded) => loaded,
                     Err(e) => return Ok(failed(tag, &e)),
                 };
-            for l in &loaded {
-                let Some(seq) = view.seq_of(l.entry.uid) else { continue };
-                let bounded = bytes
-                    .then(|| crate::mime::bound(l.raw.as_deref().map_or(&[][..], Vec::as_slice)));
-                let parsed = bounded.as_ref().and_then(|b| b.parse());
-                let c = Candidate { seq: seq.get(), loaded: l, parsed, view };
-                if criteria.iter().all(|k| c.matches(k)) {
-                    found.push(if uid { l.entry.uid } else { seq.get() });
-                }
+            let batch: Vec<_> = loaded
+                .into_iter()
+                .filter_map(|l| {
+                    let seq = view.seq_of(l.entry.uid)?;
+                    Some((seq.get(), view.is_recent(l.entry.uid), l))
+                })
+                .collect();
+            match matching(batch, criteria.clone(), folder, bytes, uid).await {
+                Some(more) => found.extend(more),
+                None => return Ok(no(tag, "[UNAVAILABLE] search failed, try again")),
             }
-            let _ = n;
         }
         let found: Vec<NonZeroU32> = found.into_iter().filter_map(NonZeroU32::new).collect();
         conn.enqueue_data(Data::Search(found));
         Ok(ok(tag, "SEARCH completed"))
     }
+}
+
+/// The numbers (UIDs when `uid`) of the messages of `batch` (sequence number, recent, message)
+/// that match every criterion, worked out on a blocking thread once a search slot is free;
+/// `None` when that thread failed.
+async fn matching(
+    batch: Vec<(u32, bool, Loaded)>,
+    criteria: Arc<Vec<SearchKey<'static>>>,
+    folder: Folder,
+    bytes: bool,
+    uid: bool,
+) -> Option<Vec<u32>> {
+    let _slot = SEARCHING.acquire().await.ok()?;
+    let work = move || {
+        let mut found = Vec::new();
+        for (seq, recent, l) in &batch {
+            // Bounded before parsing (`mime`): a stored message may nest without end.
+            let bounded =
+                bytes.then(|| crate::mime::bound(l.raw.as_deref().map_or(&[][..], Vec::as_slice)));
+            let parsed = bounded.as_ref().and_then(|b| b.parse());
+            let c = Candidate { seq: *seq, recent: *recent, loaded: l, parsed, folder };
+            if criteria.iter().all(|k| c.matches(k)) {
+                found.push(if uid { l.entry.uid } else { *seq });
+            }
+        }
+        found
+    };
+    tokio::task::spawn_blocking(work).await.ok()
 }
 
 /// Unseen messages of a folder, counted chunk by chunk.
@@ -194,4 +288,31 @@ pub async fn count_unseen(store: &Store, view: &View) -> crate::store::Result<u3
             .count() as u32;
     }
     Ok(unseen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition: some window of the hay equals the needle, ASCII case aside.
+    fn naive(hay: &[u8], needle: &[u8]) -> bool {
+        needle.is_empty() || hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+    }
+
+    #[test]
+    fn contains_agrees_with_the_definition_across_window_edges() {
+        let mut hay = vec![b'a'; 3 * WINDOW + 17];
+        for (at, byte) in [(WINDOW - 2, b'X'), (WINDOW, b'y'), (2 * WINDOW + 5, b'Z')] {
+            hay[at] = byte;
+        }
+        let needles: [&[u8]; 8] =
+            [b"", b"a", b"AAx", b"xAY", b"aaaaZ", b"zA", b"b", b"aaaaaaaaaaaaaaaaaaaaaaaaaab"];
+        for needle in needles {
+            assert_eq!(contains(&hay, needle), naive(&hay, needle), "{needle:?}");
+        }
+        assert!(!contains(b"ab", b"abc"));
+        assert!(contains(b"Hello World", b"o wOR"));
+        let long = vec![b'A'; MAX_NEEDLE];
+        assert!(contains(&hay, &long) && !contains(&hay[..MAX_NEEDLE - 1], &long));
+    }
 }

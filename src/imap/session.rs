@@ -73,6 +73,9 @@ impl Session {
                 }
                 _ => Next::Go,
             };
+            if self.user.is_some() {
+                conn.logged_in();
+            }
             if next != Next::Go {
                 conn.flush().await?;
                 return Ok(next);

@@ -51,6 +51,7 @@ mod paging;
 mod python_client;
 mod readme;
 mod security;
+mod security_imap;
 mod security_mime;
 mod security_smtp;
 mod security_trace;

@@ -53,6 +53,8 @@ pub struct Deps {
     pub store: Arc<Store>,
     pub logins: Arc<Logins>,
     pub config: crate::config::Imap,
+    /// `mailbox.quota_bytes`: APPEND into a mailbox past its quota is refused.
+    pub quota_bytes: u64,
 }
 
 /// Serves IMAP on `listener` until `shutdown`: with STARTTLS, or TLS from the first byte when

@@ -44,7 +44,7 @@
 //! - `store`     the redb file: tables, group commit, one module per entity
 //!
 //! The ground floor:
-//! - `listener`  accepting connections with caps, for HTTP and SMTP alike
+//! - `listener`  accepting connections with caps, for HTTP, SMTP and IMAP; idle sessions shed
 //! - `metrics`   the Prometheus registry and cheap recording functions for every layer
 //! - `logging`   tracing to stderr without blocking requests
 //! - `config`    defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -14,6 +15,8 @@ use imap_types::response::{Greeting, Status};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
+
+use crate::listener::{Presence, Waited};
 
 /// The largest command line and literal taken (an APPEND of a large message fits).
 pub const MAX_LITERAL: u32 = 40 * 1024 * 1024;
@@ -26,6 +29,8 @@ pub enum ConnError {
     Closed,
     TimedOut,
     TooManyErrors,
+    /// The listener needed the slot of this idle session (not logged in).
+    Shed,
 }
 
 impl From<std::io::Error> for ConnError {
@@ -87,6 +92,8 @@ pub struct Conn {
     /// Events the flow gave while only output was wanted (pipelined commands).
     pending: VecDeque<Event>,
     bad_in_a_row: u32,
+    /// The session's entry in its listener's registry, and the wait allowed under pressure.
+    presence: Option<(Arc<Presence>, Duration)>,
 }
 
 pub(super) fn options() -> Options {
@@ -107,6 +114,7 @@ impl Conn {
             input: vec![0; 16 * 1024],
             pending: VecDeque::new(),
             bad_in_a_row: 0,
+            presence: None,
         }
     }
 
@@ -116,6 +124,19 @@ impl Conn {
         let mut conn = Conn::new(io, greeting);
         while let Err(Interrupt::Io(Io::Output(_))) = conn.server.next() {}
         conn
+    }
+
+    /// Waits for the client through the listener's registry: shortened to `stressed` under
+    /// pressure and shed to make room, while the session has not logged in.
+    pub fn watch(&mut self, presence: Arc<Presence>, stressed: Duration) {
+        self.presence = Some((presence, stressed));
+    }
+
+    /// Whether the session has logged in (it may be shed only before).
+    pub fn logged_in(&self, yes: bool) {
+        if let Some((presence, _)) = &self.presence {
+            presence.set_sheddable(!yes);
+        }
     }
 
     pub fn enqueue(&mut self, status: Status<'static>) {
@@ -171,10 +192,20 @@ impl Conn {
 
     /// One read into the flow. Cancel-safe: the bytes are fed only once read.
     pub async fn read(&mut self, limit: Duration) -> Result<(), ConnError> {
-        let n = match tokio::time::timeout(limit, self.io.read(&mut self.input)).await {
-            Err(_) => return Err(ConnError::TimedOut),
-            Ok(Err(_) | Ok(0)) => return Err(ConnError::Closed),
-            Ok(Ok(n)) => n,
+        let read = self.io.read(&mut self.input);
+        let waited = match &self.presence {
+            Some((presence, stressed)) => presence.wait(read, limit, *stressed).await,
+            None => tokio::time::timeout(limit, read).await.map_or(Waited::TimedOut, Waited::Done),
+        };
+        let n = match waited {
+            Waited::TimedOut => return Err(ConnError::TimedOut),
+            Waited::Shed => {
+                let _ =
+                    self.io.write_all(b"* BYE too many connections, closing an idle one\r\n").await;
+                return Err(ConnError::Shed);
+            }
+            Waited::Done(Err(_) | Ok(0)) => return Err(ConnError::Closed),
+            Waited::Done(Ok(n)) => n,
         };
         self.server.enqueue_input(&self.input[..n]);
         Ok(())

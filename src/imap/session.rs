@@ -56,6 +56,7 @@ impl Session {
     /// Serves commands until the client leaves or asks for TLS.
     pub async fn run(&mut self, conn: &mut Conn) -> Result<Next, ConnError> {
         loop {
+            conn.logged_in(self.user.is_some());
             let event = conn.next(self.timeout()).await?;
             let next = match event {
                 Event::CommandReceived { command } => self.command(conn, command).await?,

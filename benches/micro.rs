@@ -46,6 +46,7 @@ fn json(c: &mut Criterion) {
             display_name: Some(format!("User {i}")),
             daily_limit: None,
             min_gap_ms: None,
+            quota_bytes: None,
             created_at: 1_795_305_600_000 + i,
         })
         .collect();

@@ -115,6 +115,7 @@ fn receiver(app: &App) -> crate::inbound::Receiver {
         app.dns.clone(),
         &app.config.smtp,
     );
+    receiver.set_quota_default(app.config.mailbox.quota_bytes);
     receiver.register(Box::new(crate::warmup::receive::Arrivals::new(
         app.store.as_ref().clone(),
         app.queue.clone(),
@@ -166,6 +167,7 @@ fn serve_imap(
         logins,
         config: app.config.imap.clone(),
         inflight: crate::imap::Budget::new(app.config.imap.max_inflight_bytes),
+        quota_bytes: app.config.mailbox.quota_bytes,
     });
     let [plain, implicit] = listeners;
     [(plain, false), (implicit, true)]

@@ -44,7 +44,7 @@
 //! - `store`     the redb file: tables, group commit, one module per entity
 //!
 //! The ground floor:
-//! - `listener`  accepting connections with caps, for HTTP and SMTP alike
+//! - `listener`  accepting connections with caps, for HTTP, SMTP and IMAP; idle sessions shed
 //! - `mime`      bounded MIME: depth and part limits enforced on a message's bytes before parsing
 //! - `metrics`   the Prometheus registry and cheap recording functions for every layer
 //! - `logging`   tracing to stderr without blocking requests

@@ -1,12 +1,12 @@
 //! `/v1/mailboxes`
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::address;
 use crate::error::{Error, Result};
 use crate::http::request::parse_json_nullable;
 use crate::http::{Ctx, Reply};
-use crate::store::MailboxPatch;
+use crate::store::{Mailbox, MailboxPatch, Quota};
 
 /// The largest `dailyLimit` and `minGapMs` taken: a day's worth of sends at one a second, and a day.
 const MAX_DAILY_LIMIT: u32 = 86_400;
@@ -29,12 +29,22 @@ struct UpdateMailbox {
     daily_limit: Option<Option<u64>>,
     #[serde(default, deserialize_with = "super::input::nullable")]
     min_gap_ms: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "super::input::nullable")]
+    quota_bytes: Option<Option<u64>>,
+}
+
+/// A mailbox with its quota: what it holds and may hold.
+#[derive(Serialize)]
+struct WithQuota {
+    #[serde(flatten)]
+    mailbox: Mailbox,
+    quota: Quota,
 }
 
 /// A validated change: the fields given, null or blank clearing one.
 pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
     let input: UpdateMailbox =
-        parse_json_nullable(body, &["displayName", "dailyLimit", "minGapMs"])?;
+        parse_json_nullable(body, &["displayName", "dailyLimit", "minGapMs", "quotaBytes"])?;
     let display_name = match input.display_name {
         None => None,
         Some(None) => Some(None),
@@ -58,7 +68,12 @@ pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
             "give the least time between two sends in milliseconds, or null for none",
         ));
     }
-    Ok(MailboxPatch { display_name, daily_limit, min_gap_ms: input.min_gap_ms })
+    Ok(MailboxPatch {
+        display_name,
+        daily_limit,
+        min_gap_ms: input.min_gap_ms,
+        quota_bytes: input.quota_bytes,
+    })
 }
 
 /// A validated creation request: the lower-cased local part and the display name.
@@ -117,12 +132,31 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
     Reply::created(&mailbox)
 }
 
+/// The mailbox with its quota.
+pub async fn get(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?;
+    let local = local_part_of(ctx.param("address"), domain)?;
+    let default = ctx.app.config.mailbox.quota_bytes;
+    let found = ctx.app.store.read(|r| r.mailbox_quota(domain, &local, default)).await?;
+    let (mailbox, quota) = found.ok_or_else(|| Error::not_found("mailbox"))?;
+    Reply::ok(&WithQuota { mailbox, quota })
+}
+
 pub async fn update(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let local = local_part_of(ctx.param("address"), &domain)?;
     let patch = parse_update(&ctx.body)?;
-    let mailbox = ctx.app.store.write(move |w| w.update_mailbox(&domain, &local, patch)).await?;
-    Reply::ok(&mailbox)
+    let default = ctx.app.config.mailbox.quota_bytes;
+    let (mailbox, quota) = ctx
+        .app
+        .store
+        .write(move |w| -> crate::store::Result<_> {
+            let mailbox = w.update_mailbox(&domain, &local, patch)?;
+            let quota = w.quota_in_write(&domain, &local, default)?;
+            Ok((mailbox, quota.unwrap_or(Quota::of(0, None, default))))
+        })
+        .await?;
+    Reply::ok(&WithQuota { mailbox, quota })
 }
 
 pub async fn delete(ctx: Ctx) -> Result<Reply> {

@@ -40,6 +40,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/api/openapi.yaml", Public, handler!(meta::openapi_yaml)),
         r(Method::GET, "/v1/mailboxes", Domain, handler!(mailboxes::list)),
         r(Method::POST, "/v1/mailboxes", Domain, handler!(mailboxes::create)),
+        r(Method::GET, "/v1/mailboxes/{address}", Domain, handler!(mailboxes::get)),
         r(Method::PATCH, "/v1/mailboxes/{address}", Domain, handler!(mailboxes::update)),
         r(Method::DELETE, "/v1/mailboxes/{address}", Domain, handler!(mailboxes::delete)),
         r(Method::GET, "/v1/mailboxes/{address}/passwords", Domain, handler!(passwords::list)),

@@ -120,6 +120,23 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.smtp.max_inflight_bytes = parse_size(v)?;
         Ok(())
     }),
+    ("smtp.stress_timeout", |c, v| {
+        c.smtp.stress_timeout = parse_duration(v)?;
+        Ok(())
+    }),
+    ("smtp.max_bytes_per_ip_per_minute", |c, v| {
+        c.smtp.max_bytes_per_ip_per_minute = size_or_zero(v)?;
+        Ok(())
+    }),
+    ("smtp.max_refused_recipients_per_ip_per_minute", |c, v| {
+        c.smtp.max_refused_recipients_per_ip_per_minute =
+            v.parse().map_err(|_| "expected a whole number (0 for no limit)")?;
+        Ok(())
+    }),
+    ("mailbox.quota_bytes", |c, v| {
+        c.mailbox.quota_bytes = size_or_zero(v)? as u64;
+        Ok(())
+    }),
     ("smtp.error_delay", |c, v| {
         c.smtp.error_delay = parse_duration(v)?;
         Ok(())
@@ -156,6 +173,14 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
     }),
     ("imap.tls_listen", |c, v| {
         c.imap.tls_listen = Some(parse_addr(v)?);
+        Ok(())
+    }),
+    ("imap.max_connections", |c, v| {
+        c.imap.max_connections = positive(v)?;
+        Ok(())
+    }),
+    ("imap.stress_timeout", |c, v| {
+        c.imap.stress_timeout = parse_duration(v)?;
         Ok(())
     }),
     ("imap.max_connections_per_ip", |c, v| {
@@ -352,3 +377,8 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         Ok(())
     }),
 ];
+
+/// A size, or `0` for "no limit".
+fn size_or_zero(v: &str) -> Result<usize, String> {
+    if v == "0" { Ok(0) } else { parse_size(v) }
+}

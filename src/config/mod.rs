@@ -7,6 +7,7 @@ mod keys;
 mod mta_sts;
 mod parse;
 mod shaping;
+mod smtp;
 #[cfg(test)]
 mod tests;
 
@@ -15,6 +16,7 @@ use keys::{KEYS, Setter};
 pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
 pub use shaping::{DEFAULT_GROUP, Group, Shaping};
+pub use smtp::{Mailbox, Smtp};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,8 @@ pub struct Config {
     pub cluster: Cluster,
     pub http: Http,
     pub smtp: Smtp,
+    /// What every mailbox gets unless it says otherwise.
+    pub mailbox: Mailbox,
     pub submission: Submission,
     pub imap: Imap,
     pub delivery: Delivery,
@@ -155,42 +159,6 @@ pub struct Http {
     pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
-#[derive(Debug, Clone)]
-pub struct Smtp {
-    /// The inbound listener (this server is the MX of its domains).
-    pub listen: SocketAddr,
-    /// The name this server answers to as a mail exchanger; MX records point at it.
-    pub hostname: Option<String>,
-    pub max_message_size: usize,
-    pub max_recipients: usize,
-    pub max_connections: usize,
-    pub max_connections_per_ip: usize,
-    /// RFC 5321 4.5.3.2: at least 5 minutes for a command, 10 for the end of DATA.
-    pub command_timeout: Duration,
-    pub data_timeout: Duration,
-    /// Bad commands tolerated before the connection is closed.
-    pub max_errors: usize,
-    /// Bytes of message data all sessions together may hold in memory while receiving; a
-    /// message that would pass it is refused with a temporary error.
-    pub max_inflight_bytes: usize,
-    /// The pause before answering a refused recipient, from the third one in a session on: it
-    /// slows down address harvesting.
-    pub error_delay: Duration,
-    /// Domains whose authenticated feedback reports (ARF) are trusted even when the report's
-    /// From domain is another one (feedback-loop services that sign with their own domain).
-    pub feedback_senders: Vec<String>,
-    /// PEM certificate chain and key for STARTTLS; a self-signed pair is made when absent.
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-}
-
-impl Smtp {
-    /// The host name used in greetings and headers.
-    pub fn host(&self) -> &str {
-        self.hostname.as_deref().unwrap_or("localhost")
-    }
-}
-
 /// Mail clients sending through us (RFC 6409): the listeners, and how hard logins are guarded.
 /// The session limits and the certificate are the SMTP listener's.
 #[derive(Debug, Clone)]
@@ -220,6 +188,8 @@ pub struct Imap {
     pub login_timeout: Duration,
     /// Bytes of literals all sessions together may hold while receiving them (`NO [LIMIT]`).
     pub max_inflight_bytes: usize,
+    /// `login_timeout` while a listener holds 3/4 of `max_connections` or more.
+    pub stress_timeout: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -254,22 +224,8 @@ impl Default for Config {
                 shutdown_grace: Duration::from_secs(10),
                 trusted_proxies: Vec::new(),
             },
-            smtp: Smtp {
-                listen: SocketAddr::from(([127, 0, 0, 1], 2525)),
-                hostname: None,
-                max_message_size: 25 * 1024 * 1024,
-                max_recipients: 100,
-                max_connections: 1000,
-                max_connections_per_ip: 20,
-                command_timeout: Duration::from_secs(300),
-                data_timeout: Duration::from_secs(600),
-                max_errors: 10,
-                max_inflight_bytes: 256 * 1024 * 1024,
-                error_delay: Duration::from_secs(1),
-                feedback_senders: Vec::new(),
-                tls_cert: None,
-                tls_key: None,
-            },
+            smtp: Smtp::default(),
+            mailbox: Mailbox::default(),
             submission: Submission { listen: None, tls_listen: None, failed_logins: 10 },
             imap: Imap {
                 listen: None,
@@ -279,6 +235,7 @@ impl Default for Config {
                 idle_timeout: Duration::from_secs(31 * 60),
                 login_timeout: Duration::from_secs(60),
                 max_inflight_bytes: 128 * 1024 * 1024,
+                stress_timeout: Duration::from_secs(10),
             },
             delivery: Delivery {
                 relay: None,

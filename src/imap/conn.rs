@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -17,6 +18,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
 use super::gate::{Budget, Gate, MAX_COMMAND, MAX_LITERAL, Pumped};
+use crate::listener::{Presence, Waited};
+
 /// Malformed commands in a row before the connection is dropped.
 const MAX_BAD: u32 = 20;
 
@@ -27,6 +30,8 @@ pub enum ConnError {
     TooManyErrors,
     /// A command past a limit that could only be refused by closing (`gate.rs`).
     Limit,
+    /// The listener needed the slot of this idle session (not logged in).
+    Shed,
 }
 
 impl From<std::io::Error> for ConnError {
@@ -91,6 +96,8 @@ pub struct Conn {
     gate: Gate,
     /// The flow's last event was a plain command, so it is back to waiting for commands.
     renewable: bool,
+    /// The session's entry in its listener's registry, and the wait allowed under pressure.
+    presence: Option<(Arc<Presence>, Duration)>,
 }
 
 /// The flow's own limits are the gate's largest after login: the gate keeps it within them.
@@ -114,6 +121,7 @@ impl Conn {
             bad_in_a_row: 0,
             gate: Gate::new(budget),
             renewable: false,
+            presence: None,
         }
     }
 
@@ -124,9 +132,21 @@ impl Conn {
         conn
     }
 
-    /// The session logged in: the gate lets large commands through from now on.
-    pub fn logged_in(&mut self) {
-        self.gate.logged_in();
+    /// Waits for the client through the listener's registry: shortened to `stressed` under
+    /// pressure and shed to make room, while the session has not logged in.
+    pub fn watch(&mut self, presence: Arc<Presence>, stressed: Duration) {
+        self.presence = Some((presence, stressed));
+    }
+
+    /// Whether the session has logged in: from then on the gate lets large commands through,
+    /// and the listener may no longer shed it.
+    pub fn logged_in(&mut self, yes: bool) {
+        if yes {
+            self.gate.logged_in();
+        }
+        if let Some((presence, _)) = &self.presence {
+            presence.set_sheddable(!yes);
+        }
     }
 
     pub fn enqueue(&mut self, status: Status<'static>) {
@@ -210,10 +230,20 @@ impl Conn {
 
     /// One read into the flow. Cancel-safe: the bytes are fed only once read.
     pub async fn read(&mut self, limit: Duration) -> Result<(), ConnError> {
-        let n = match tokio::time::timeout(limit, self.io.read(&mut self.input)).await {
-            Err(_) => return Err(ConnError::TimedOut),
-            Ok(Err(_) | Ok(0)) => return Err(ConnError::Closed),
-            Ok(Ok(n)) => n,
+        let read = self.io.read(&mut self.input);
+        let waited = match &self.presence {
+            Some((presence, stressed)) => presence.wait(read, limit, *stressed).await,
+            None => tokio::time::timeout(limit, read).await.map_or(Waited::TimedOut, Waited::Done),
+        };
+        let n = match waited {
+            Waited::TimedOut => return Err(ConnError::TimedOut),
+            Waited::Shed => {
+                let _ =
+                    self.io.write_all(b"* BYE too many connections, closing an idle one\r\n").await;
+                return Err(ConnError::Shed);
+            }
+            Waited::Done(Err(_) | Ok(0)) => return Err(ConnError::Closed),
+            Waited::Done(Ok(n)) => n,
         };
         self.gate.take(&self.input[..n]);
         Ok(())

@@ -41,10 +41,10 @@ use std::sync::Arc;
 use imap_types::response::Greeting;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use crate::credentials::Logins;
+use crate::listener::{Presence, Waited};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use conn::{Conn, Stream};
@@ -58,6 +58,8 @@ pub struct Deps {
     pub config: crate::config::Imap,
     /// Literals being received, over all sessions (`imap.max_inflight_bytes`).
     pub inflight: Budget,
+    /// `mailbox.quota_bytes`: APPEND into a mailbox past its quota is refused.
+    pub quota_bytes: u64,
 }
 
 /// Serves IMAP on `listener` until `shutdown`: with STARTTLS, or TLS from the first byte when
@@ -69,11 +71,12 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     mut shutdown: Shutdown,
 ) {
-    let limit = Arc::new(Semaphore::new(deps.config.max_connections));
+    let sessions = crate::listener::Sessions::new(deps.config.max_connections);
     let per_ip = Arc::new(crate::listener::PerIp::default());
-    while let Some(crate::listener::Accepted { mut stream, peer, permit }) =
-        crate::listener::next(&listener, &limit, &mut shutdown).await
+    while let Some((accepted, presence)) =
+        crate::listener::next_shedding(&listener, &sessions, &mut shutdown).await
     {
+        let crate::listener::Accepted { mut stream, peer, permit } = accepted;
         let (deps, tls, per_ip) = (deps.clone(), tls.clone(), per_ip.clone());
         tokio::spawn(async move {
             let ip = peer.ip();
@@ -81,7 +84,7 @@ pub async fn serve(
                 let _ = stream.write_all(b"* BYE too many connections from your address\r\n").await;
                 return;
             };
-            let outcome = connection(stream, ip, implicit_tls, deps, tls).await;
+            let outcome = connection(stream, ip, implicit_tls, deps, tls, Arc::new(presence)).await;
             if let Err(e) = outcome {
                 tracing::debug!(error = ?e, %ip, "imap session ended");
             }
@@ -96,39 +99,55 @@ async fn connection(
     implicit_tls: bool,
     deps: Arc<Deps>,
     tls: Option<TlsAcceptor>,
+    presence: Arc<Presence>,
 ) -> Result<(), conn::ConnError> {
-    let timeout = deps.config.login_timeout;
+    let (timeout, stressed) = (deps.config.login_timeout, deps.config.stress_timeout);
     let greeting = Greeting::ok(None, "edgemail IMAP ready").unwrap_or_else(|_| unreachable!()); // ok: constant text
     let budget = deps.inflight.clone();
+    let wait = |accept| presence.wait(accept, timeout, stressed);
     if implicit_tls {
-        let Some(secure) = handshake(tls, stream, timeout).await else { return Ok(()) };
+        let Some(secure) = handshake(tls, stream, wait).await else { return Ok(()) };
         let mut session = Session::new(deps, ip, true, false);
         let mut conn = Conn::new(Stream::Tls(Box::new(secure)), greeting, budget);
+        conn.watch(presence.clone(), stressed);
         session.run(&mut conn).await?;
         return Ok(());
     }
     let mut session = Session::new(deps, ip, false, tls.is_some());
     let mut conn = Conn::new(Stream::Plain(stream), greeting, budget.clone());
+    conn.watch(presence.clone(), stressed);
     if session.run(&mut conn).await? != Next::StartTls {
         return Ok(());
     }
     // Bytes the client sent after STARTTLS and before the handshake are dropped with the flow:
     // nothing sent in the clear may count as said over TLS.
     let Stream::Plain(stream) = conn.io else { return Ok(()) };
-    let Some(secure) = handshake(tls, stream, timeout).await else { return Ok(()) };
+    let Some(secure) = handshake(tls, stream, wait).await else { return Ok(()) };
     session.tls = true;
     let mut conn = Conn::resumed(Stream::Tls(Box::new(secure)), budget);
+    conn.watch(presence.clone(), stressed);
     session.run(&mut conn).await?;
     Ok(())
 }
 
-async fn handshake(
+/// The server side of a TLS handshake, waited for as `wait` waits for a client (within the
+/// login timeout, shorter under pressure, and shed to make room).
+async fn handshake<W, F>(
     tls: Option<TlsAcceptor>,
     stream: TcpStream,
-    limit: std::time::Duration,
-) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    wait: W,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>>
+where
+    W: FnOnce(tokio_rustls::Accept<TcpStream>) -> F,
+    F: std::future::Future<
+            Output = Waited<std::io::Result<tokio_rustls::server::TlsStream<TcpStream>>>,
+        >,
+{
     let accept = tls?.accept(stream);
-    let secure = tokio::time::timeout(limit, accept).await.ok().and_then(Result::ok);
+    let secure = match wait(accept).await {
+        Waited::Done(Ok(secure)) => Some(secure),
+        _ => None,
+    };
     crate::metrics::tls_handshake(secure.is_some());
     secure
 }

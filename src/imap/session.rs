@@ -56,6 +56,7 @@ impl Session {
     /// Serves commands until the client leaves or asks for TLS.
     pub async fn run(&mut self, conn: &mut Conn) -> Result<Next, ConnError> {
         loop {
+            conn.logged_in(self.user.is_some());
             let event = conn.next(self.timeout()).await?;
             let next = match event {
                 Event::CommandReceived { command } => self.command(conn, command).await?,
@@ -74,7 +75,7 @@ impl Session {
                 _ => Next::Go,
             };
             if self.user.is_some() {
-                conn.logged_in();
+                conn.logged_in(true);
             }
             if next != Next::Go {
                 conn.flush().await?;

@@ -260,17 +260,22 @@ impl Session {
             return no(tag, "the message cannot be parsed");
         };
         let flags: Vec<String> = flags.iter().map(flag_name).collect();
+        let quota = self.deps.quota_bytes;
         let appended = self
             .deps
             .store
             .write(move |w| -> crate::store::Result<_> {
+                if !w.has_room(&email.summary.mailbox, email.summary.size, quota)? {
+                    return Ok(None);
+                }
                 let uid = w.imap_append(&email, &raw, flags, now)?;
                 let state = w.imap_open(&email.summary.mailbox, to, now)?;
-                Ok((uid, state.uid_validity))
+                Ok(Some((uid, state.uid_validity)))
             })
             .await;
         let (uid, validity) = match appended {
-            Ok(done) => done,
+            Ok(Some(done)) => done,
+            Ok(None) => return no(tag, "[OVERQUOTA] the mailbox is full"),
             Err(e) => return failed(tag, &e),
         };
         if self.view.as_ref().is_some_and(|v| v.folder == to) {

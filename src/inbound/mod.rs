@@ -10,6 +10,7 @@ pub mod auth;
 mod dmarc;
 mod inspect;
 mod local;
+mod recipient;
 pub mod report;
 mod trace;
 
@@ -27,6 +28,8 @@ use crate::store::{Email, Prepared, Store, Wtx};
 use crate::tracking::Tokens;
 use auth::Verdict;
 pub use inspect::{Inspected, inspect};
+pub use recipient::MAILBOX_FULL;
+use recipient::room_in_any;
 
 /// The envelope of a received message.
 pub struct Envelope {
@@ -90,6 +93,17 @@ pub struct Receiver {
     /// See `config::Smtp::feedback_senders`.
     feedback_senders: Vec<String>,
     claimants: Vec<Box<dyn Claimant>>,
+    /// `mailbox.quota_bytes`: the quota of a mailbox without one of its own.
+    quota_default: u64,
+}
+
+/// What `Receiver::accept` did with a message.
+#[derive(Debug)]
+pub enum Accepted {
+    /// Stored or claimed; the id of its first copy.
+    Stored(String),
+    /// Refused: it was for mailboxes only, and would overfill every one of them.
+    OverQuota,
 }
 
 /// Where the recipients of one message go.
@@ -114,56 +128,18 @@ impl Receiver {
             host: smtp.host().to_owned(),
             feedback_senders: smtp.feedback_senders.clone(),
             claimants: Vec::new(),
+            quota_default: crate::config::Mailbox::default().quota_bytes,
         }
+    }
+
+    /// Sets the quota of mailboxes without one of their own (`mailbox.quota_bytes`).
+    pub fn set_quota_default(&mut self, bytes: u64) {
+        self.quota_default = bytes;
     }
 
     /// Offers received mail to `claimant` before the inbox.
     pub fn register(&mut self, claimant: Box<dyn Claimant>) {
         self.claimants.push(claimant);
-    }
-
-    /// The RCPT TO decision: `Err` carries the SMTP reply.
-    pub async fn check_recipient(&self, address: &str) -> std::result::Result<(), String> {
-        let Some((local, domain)) = address.rsplit_once('@') else {
-            return Err("501 5.1.3 recipient must be a full address\r\n".into());
-        };
-        let (local, domain) = (local.to_ascii_lowercase(), domain.to_ascii_lowercase());
-        let is_system = match system(&local) {
-            // A bounce address we never issued is refused here, before any data is taken.
-            Some(System::Bounce(tagged)) => {
-                if self.tokens.bounce_id(&tagged, &domain).is_none() {
-                    return Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n"));
-                }
-                true
-            }
-            Some(_) => true,
-            None => false,
-        };
-        let lookup = self
-            .store
-            .read(move |r| -> Result<_> {
-                if !r.hosts(&domain)? {
-                    return Ok(Err(format!(
-                        "550 5.7.1 relaying denied: {domain} is not hosted here\r\n"
-                    )));
-                }
-                if is_system || r.mailbox(&domain, &local)?.is_some() {
-                    Ok(Ok(()))
-                } else {
-                    Ok(Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n")))
-                }
-            })
-            .await;
-        match lookup {
-            // Ours, but the disk takes no writes: say so now rather than after the data.
-            Ok(Ok(())) if !self.store.writable() => Err(STORAGE_FULL.into()),
-            Ok(answer) => answer,
-            Err(Error::StorageUnavailable(_)) => Err(STORAGE_FULL.into()),
-            Err(e) => {
-                tracing::error!(error = %e, "recipient check failed");
-                Err("451 4.3.0 temporary failure, try again later\r\n".into())
-            }
-        }
     }
 
     fn route(&self, recipients: &[String]) -> Routed {
@@ -183,7 +159,7 @@ impl Receiver {
     }
 
     /// Authenticates, parses and stores a message; returns the id of its first stored copy.
-    pub async fn accept(&self, envelope: Envelope, raw: Vec<u8>) -> Result<String> {
+    pub async fn accept(&self, envelope: Envelope, raw: Vec<u8>) -> Result<Accepted> {
         let id = new_id("em");
         let now = now_ms();
         let (full, verdict) = self.stamp(&envelope, raw, &id, now).await;
@@ -197,22 +173,31 @@ impl Receiver {
         };
         for claimant in &self.claimants {
             if let Some(id) = claimant.claim(&arrival).await? {
-                return Ok(id);
+                return Ok(Accepted::Stored(id));
             }
         }
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
         let prepared = Prepared::of(&full, copies.len());
-        self.store
-            .write(move |w| {
+        // Checked in the write that stores it, so concurrent sessions cannot all pass one check.
+        let quota = (copies.len() == envelope.recipients.len()).then_some(self.quota_default);
+        let stored = self
+            .store
+            .write(move |w| -> Result<_> {
+                if let Some(default) = quota
+                    && !room_in_any(w, &copies, full.len() as u64, default)?
+                {
+                    return Ok(false);
+                }
                 let mut template = template;
                 link_reply(w, &parents, &mut template, &copies, (&full, prepared))?;
                 w.emit_received(&template, &copies, auth)?;
-                reports.apply(w, now)
+                reports.apply(w, now)?;
+                Ok(true)
             })
             .await?;
-        Ok(id)
+        Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
     }
 
     /// The message with our Received and Authentication-Results headers on top, and what

@@ -76,6 +76,8 @@ pub(super) struct Transaction {
     pub(super) helo: Option<String>,
     pub(super) from: Option<String>,
     pub(super) recipients: Vec<String>,
+    /// The message size the sender declared (SIZE=), 0 when it did not.
+    pub(super) size: usize,
 }
 
 impl Transaction {
@@ -83,6 +85,7 @@ impl Transaction {
     pub(super) fn reset(&mut self) {
         self.from = None;
         self.recipients.clear();
+        self.size = 0;
     }
 }
 
@@ -159,6 +162,7 @@ pub(super) fn command(
                 return refusal;
             }
             t.from = Some(from.address.into_owned());
+            t.size = from.size;
             Step::Reply("250 2.1.0 sender ok\r\n".into())
         }
         Request::Rcpt { to } => {

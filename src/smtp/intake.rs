@@ -18,6 +18,18 @@ pub trait Intake: Send + Sync + 'static {
         address: &str,
     ) -> impl Future<Output = Result<(), String>> + Send;
 
+    /// `check_recipient` for a message whose sender declared its size (MAIL FROM SIZE=, 0 when
+    /// not): the MX also refuses a recipient whose mailbox it would overfill.
+    fn check_recipient_sized(
+        &self,
+        login: Option<&str>,
+        address: &str,
+        size: u64,
+    ) -> impl Future<Output = Result<(), String>> + Send {
+        let _ = size;
+        self.check_recipient(login, address)
+    }
+
     /// A login (submission only; the MX never asks): the mailbox it logs in as, or why not.
     fn log_in(&self, ip: IpAddr, user: &str, password: &str) -> impl Future<Output = Login> + Send {
         let _ = (ip, user, password);
@@ -37,6 +49,15 @@ impl Intake for crate::inbound::Receiver {
         crate::inbound::Receiver::check_recipient(self, address).await
     }
 
+    async fn check_recipient_sized(
+        &self,
+        _login: Option<&str>,
+        address: &str,
+        size: u64,
+    ) -> Result<(), String> {
+        self.check_recipient_of(address, size).await
+    }
+
     async fn take_message(&self, envelope: Envelope, message: Vec<u8>) -> String {
         let envelope = crate::inbound::Envelope {
             ip: envelope.ip,
@@ -46,7 +67,8 @@ impl Intake for crate::inbound::Receiver {
             tls: envelope.tls,
         };
         let answer = match self.accept(envelope, message).await {
-            Ok(id) => format!("250 2.0.0 queued as {id}\r\n"),
+            Ok(crate::inbound::Accepted::Stored(id)) => format!("250 2.0.0 queued as {id}\r\n"),
+            Ok(crate::inbound::Accepted::OverQuota) => crate::inbound::MAILBOX_FULL.into(),
             Err(crate::error::Error::StorageUnavailable(e)) => {
                 tracing::warn!(error = %e, "inbound message refused: the store takes no writes");
                 crate::inbound::STORAGE_FULL.into()

@@ -7,6 +7,8 @@
 //! - `auth`     the AUTH PLAIN and LOGIN exchanges (submission, after TLS only)
 //! - `data`     the DATA phase: the strict end of a message, the in-flight memory budget
 //! - `intake`   the trait that answers "is this recipient ours" and "take this message"
+//! - `guard`    what the I/O loop checks besides the session: shedding, limits per address
+//! - `replies`  the fixed replies of a session
 //! - `server`   the listener, connection caps, the I/O loop around a session, STARTTLS
 //! - `tls`      the certificate for STARTTLS and implicit TLS
 
@@ -14,7 +16,9 @@ pub mod actions;
 mod auth;
 pub mod command;
 pub mod data;
+mod guard;
 pub mod intake;
+mod replies;
 pub mod server;
 pub mod session;
 pub mod tls;

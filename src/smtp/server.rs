@@ -1,21 +1,22 @@
 //! An SMTP listener (the MX, or submission with STARTTLS or implicit TLS): a global connection
-//! cap (back-pressure: at the cap we stop accepting), a per-IP cap answered with 421, the I/O
+//! cap (back-pressure: at the cap we stop accepting, once the longest-idle session has been
+//! asked to make room), a per-IP cap answered with 421, the I/O
 //! around a session (reads with timeouts, writes, the questions passed to the `Intake`), and the
 //! TLS upgrade, in the middle of a session (STARTTLS) or before its first byte (implicit TLS).
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use super::command::Policy;
 use super::data::Budget;
+use super::guard::{Guard, Limits};
 use super::intake::Intake;
 use super::session::{Action, Peer, Session};
 use crate::config::Smtp;
+use crate::listener::Waited;
 use crate::shutdown::Shutdown;
 
 /// What a listener serves.
@@ -43,14 +44,24 @@ pub async fn serve<I: Intake>(
     intake: Arc<I>,
 ) {
     let cfg = Arc::new(cfg);
-    let limit = Arc::new(Semaphore::new(cfg.max_connections));
+    let sessions = crate::listener::Sessions::new(cfg.max_connections);
     let per_ip = Arc::new(crate::listener::PerIp::default());
     let budget = Budget::new(cfg.max_inflight_bytes);
-    while let Some(crate::listener::Accepted { mut stream, peer, permit }) =
-        crate::listener::next(&listener, &limit, &mut shutdown).await
+    // Per-address limits are the MX's: submission's clients have logged in.
+    let limits = (endpoint.policy == Policy::Mx).then(|| Arc::new(Limits::new(&cfg)));
+    let tidy = limits.clone().map(|limits| tokio::spawn(tidy_every_minute(limits)));
+    while let Some((accepted, presence)) =
+        crate::listener::next_shedding(&listener, &sessions, &mut shutdown).await
     {
-        let (cfg, tls, per_ip, budget, intake) =
-            (cfg.clone(), tls.clone(), per_ip.clone(), budget.clone(), intake.clone());
+        let crate::listener::Accepted { mut stream, peer, permit } = accepted;
+        let (cfg, tls, per_ip, budget, intake, limits) = (
+            cfg.clone(),
+            tls.clone(),
+            per_ip.clone(),
+            budget.clone(),
+            intake.clone(),
+            limits.clone(),
+        );
         tokio::spawn(async move {
             let ip = peer.ip();
             let Some(_slot) = per_ip.enter(ip, cfg.max_connections_per_ip) else {
@@ -66,10 +77,15 @@ pub async fn serve<I: Intake>(
                     Session::submission(cfg.clone(), peer, budget, endpoint.implicit_tls)
                 }
             };
+            let guard = Guard {
+                presence: Some(&presence),
+                stress_timeout: cfg.stress_timeout,
+                limits: limits.as_deref(),
+            };
             let outcome = if endpoint.implicit_tls {
-                implicit(stream, ip, session, &cfg, tls, &*intake).await
+                implicit(stream, session, &cfg, tls, &*intake, &guard).await
             } else {
-                connection(stream, ip, session, &cfg, tls, &*intake).await
+                connection(stream, session, &cfg, tls, &*intake, &guard).await
             };
             if let Err(e) = outcome {
                 tracing::debug!(error = %e, %ip, "smtp session ended with an error");
@@ -77,23 +93,37 @@ pub async fn serve<I: Intake>(
             drop(permit);
         });
     }
+    if let Some(tidy) = tidy {
+        tidy.abort();
+    }
+}
+
+/// Forgets the buckets of clients that went quiet, so memory follows recent clients only.
+async fn tidy_every_minute(limits: Arc<Limits>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+    loop {
+        every.tick().await;
+        limits.tidy();
+    }
 }
 
 async fn connection<I: Intake>(
     mut stream: TcpStream,
-    ip: IpAddr,
     mut session: Session,
     cfg: &Smtp,
     tls: Option<TlsAcceptor>,
     intake: &I,
+    guard: &Guard<'_>,
 ) -> std::io::Result<()> {
-    if drive(&mut stream, &mut session, intake).await? == End::Closed {
+    if drive(&mut stream, &mut session, intake, guard).await? == End::Closed {
         return Ok(());
     }
-    let Some(mut secure) = handshake(tls, stream, ip, cfg).await else { return Ok(()) };
+    let Some(mut secure) = handshake(tls, stream, &session, cfg, guard).await else {
+        return Ok(());
+    };
     session.secured();
     // STARTTLS is refused once TLS is active, so the session can only close now.
-    drive(&mut secure, &mut session, intake).await?;
+    drive(&mut secure, &mut session, intake, guard).await?;
     let _ = secure.shutdown().await;
     Ok(())
 }
@@ -101,34 +131,39 @@ async fn connection<I: Intake>(
 /// A connection that is TLS from its first byte: the handshake, then the session.
 async fn implicit<I: Intake>(
     stream: TcpStream,
-    ip: IpAddr,
     mut session: Session,
     cfg: &Smtp,
     tls: Option<TlsAcceptor>,
     intake: &I,
+    guard: &Guard<'_>,
 ) -> std::io::Result<()> {
-    let Some(mut secure) = handshake(tls, stream, ip, cfg).await else { return Ok(()) };
-    drive(&mut secure, &mut session, intake).await?;
+    let Some(mut secure) = handshake(tls, stream, &session, cfg, guard).await else {
+        return Ok(());
+    };
+    drive(&mut secure, &mut session, intake, guard).await?;
     let _ = secure.shutdown().await;
     Ok(())
 }
 
-/// The server side of a TLS handshake, within the command timeout; `None` when there is no
-/// certificate or the handshake fails.
+/// The server side of a TLS handshake, within the command timeout (a wait for the client like
+/// any read: shortened under pressure, and shed); `None` when there is no certificate or the
+/// handshake fails.
 async fn handshake(
     tls: Option<TlsAcceptor>,
     stream: TcpStream,
-    ip: IpAddr,
+    session: &Session,
     cfg: &Smtp,
+    guard: &Guard<'_>,
 ) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
     let accept = tls?.accept(stream);
-    let secure = match tokio::time::timeout(cfg.command_timeout, accept).await {
-        Ok(Ok(secure)) => Some(secure),
-        Ok(Err(e)) => {
+    let ip = session.peer().ip;
+    let secure = match guard.wait(accept, cfg.command_timeout).await {
+        Waited::Done(Ok(secure)) => Some(secure),
+        Waited::Done(Err(e)) => {
             tracing::debug!(error = %e, %ip, "TLS handshake failed");
             None
         }
-        Err(_) => None,
+        Waited::TimedOut | Waited::Shed => None,
     };
     crate::metrics::tls_handshake(secure.is_some());
     secure
@@ -147,6 +182,7 @@ pub(super) async fn drive<S, I>(
     stream: &mut S,
     session: &mut Session,
     intake: &I,
+    guard: &Guard<'_>,
 ) -> std::io::Result<End>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -163,16 +199,16 @@ where
             }
             Action::Read(limit) => {
                 input.clear();
-                match tokio::time::timeout(limit, stream.read_buf(&mut input)).await {
-                    Ok(Ok(0)) | Ok(Err(_)) => return Ok(End::Closed),
-                    Ok(Ok(_)) => session.feed(&input),
-                    Err(_) => session.timed_out(),
+                match guard.wait(stream.read_buf(&mut input), limit).await {
+                    Waited::Done(Ok(0) | Err(_)) => return Ok(End::Closed),
+                    Waited::Done(Ok(_)) => session.feed(&input),
+                    Waited::TimedOut => session.timed_out(),
+                    Waited::Shed => session.shed(),
                 }
             }
             Action::Pause(pause) => tokio::time::sleep(pause).await,
             Action::CheckRecipient(address) => {
-                let login = session.login().map(str::to_owned);
-                let answer = intake.check_recipient(login.as_deref(), &address).await;
+                let answer = guard.check_recipient(session, intake, &address).await;
                 session.recipient_checked(answer);
             }
             Action::LogIn { user, password } => {
@@ -180,7 +216,7 @@ where
                 session.logged_in(answer);
             }
             Action::Deliver(envelope, message) => {
-                let reply = intake.take_message(envelope, message).await;
+                let reply = guard.deliver(intake, envelope, message).await;
                 session.delivered(&reply);
             }
             Action::StartTls => return Ok(End::StartTls),

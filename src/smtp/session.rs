@@ -17,6 +17,9 @@ pub use super::actions::{Action, Envelope, Peer};
 use super::auth::{self, Exchange, Next};
 use super::command::{CommandReader, Policy, Step, Tls, Transaction, Who, command, syntax_reply};
 use super::data::{Budget, DataReader};
+pub use super::replies::TEMPORARY_FAILURE;
+pub(super) use super::replies::TOO_BIG;
+use super::replies::*;
 use crate::config::Smtp;
 use crate::credentials::Login;
 
@@ -51,15 +54,6 @@ enum End {
     StartTls,
 }
 
-pub(super) const TOO_BIG: &str = "552 5.3.4 message exceeds the size limit\r\n";
-const NO_MEMORY: &str = "452 4.3.1 insufficient system resources, try again later\r\n";
-const BARE_LINE_ENDING: &str =
-    "550 5.6.11 bare CR or LF in the message; lines must end with CRLF\r\n";
-const TOO_MANY_ERRORS: &str = "421 4.7.0 too many errors, closing connection\r\n";
-const TIMEOUT: &str = "421 4.4.2 timeout, closing connection\r\n";
-/// The answer to a question left unanswered, and to a message that could not be stored.
-pub const TEMPORARY_FAILURE: &str = "451 4.3.0 temporary failure, try again later\r\n";
-const LOGIN_UNAVAILABLE: &str = "454 4.7.0 temporary authentication failure\r\n";
 /// Refused recipients answered at once; later ones wait `smtp.error_delay` each.
 const FREE_REFUSALS: usize = 2;
 
@@ -174,9 +168,23 @@ impl Session {
 
     /// No input came in time: a last reply, then close.
     pub fn timed_out(&mut self) {
+        self.close_with(TIMEOUT);
+    }
+
+    /// The listener needs this idle session's slot: a last reply, then close.
+    pub fn shed(&mut self) {
+        self.close_with(SHED);
+    }
+
+    fn close_with(&mut self, reply: &str) {
         self.reclaim();
-        self.out.extend_from_slice(TIMEOUT.as_bytes());
+        self.out.extend_from_slice(reply.as_bytes());
         self.end = Some(End::Close);
+    }
+
+    /// The message size the sender declared for the transaction (SIZE=), 0 when none.
+    pub fn declared_size(&self) -> usize {
+        self.transaction.size
     }
 
     /// The answer to `CheckRecipient`: `Err` carries the reply that refuses the recipient.
@@ -206,6 +214,8 @@ impl Session {
                 }
                 self.error(&reply);
             }
+            // The mail system will answer nothing more on this connection.
+            Err(reply) if reply.starts_with("421") => self.close_with(&reply),
             Err(reply) => self.out.extend_from_slice(reply.as_bytes()),
         }
     }

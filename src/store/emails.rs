@@ -243,6 +243,7 @@ impl Wtx<'_> {
         }
         let doc = encode_doc(email, raw)?;
         emails.insert(email.summary.id.as_str(), doc.as_slice())?;
+        self.adjust_usage(&email.summary.mailbox, email.summary.size, 0)?;
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
         self.imap_added(&place(&email.summary))
@@ -269,6 +270,7 @@ impl Wtx<'_> {
         index.remove(index_key(&email.summary))?;
         if email.summary.folder == Folder::Trash {
             emails.remove(id)?;
+            self.adjust_usage(&email.summary.mailbox, 0, email.summary.size)?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
             self.imap_removed(&place(&email.summary), false)?;
@@ -294,7 +296,14 @@ impl Wtx<'_> {
         let raw = raw.map(InlineRaw::keep);
         drop(old);
         emails.insert(id, encode_doc(email, raw.as_ref().map(KeptRaw::as_inline))?.as_slice())?;
-        self.imap_moved(&place(before), &place(&email.summary))
+        let now = &email.summary;
+        if now.mailbox == before.mailbox {
+            self.adjust_usage(&now.mailbox, now.size, before.size)?;
+        } else {
+            self.adjust_usage(&before.mailbox, 0, before.size)?;
+            self.adjust_usage(&now.mailbox, now.size, 0)?;
+        }
+        self.imap_moved(&place(before), &place(now))
     }
 
     /// The email as stored, without the bodies a large received copy keeps only in its raw
@@ -335,6 +344,7 @@ impl Wtx<'_> {
             self.imap_forget_message(id)?;
         }
         self.imap_forget(mailbox)?;
+        self.forget_usage(mailbox)?;
         Ok(ids.len())
     }
 }

@@ -7,6 +7,7 @@ use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
+use super::quota::{Quota, usage};
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, encode, get_json, scan_domain};
 use crate::ids::now_ms;
@@ -25,6 +26,10 @@ pub struct Mailbox {
     /// At least this long between two such sends.
     #[serde(default)]
     pub min_gap_ms: Option<u64>,
+    /// The most bytes of mail it may hold (0: no limit); `None` leaves it to the server's
+    /// `mailbox.quota_bytes`.
+    #[serde(default)]
+    pub quota_bytes: Option<u64>,
 }
 
 impl Mailbox {
@@ -40,10 +45,16 @@ pub struct MailboxPatch {
     pub display_name: Option<Option<String>>,
     pub daily_limit: Option<Option<u32>>,
     pub min_gap_ms: Option<Option<u64>>,
+    pub quota_bytes: Option<Option<u64>>,
 }
 
 fn mailbox(tx: &impl Tables, domain: &str, local: &str) -> Result<Option<Mailbox>> {
     get_json(tx, MAILBOXES, (domain, local))
+}
+
+fn quota(tx: &impl Tables, domain: &str, local: &str, default: u64) -> Result<Option<Quota>> {
+    let Some(found) = mailbox(tx, domain, local)? else { return Ok(None) };
+    Ok(Some(Quota::of(usage(tx, &found.address)?, found.quota_bytes, default)))
 }
 
 fn of_domain(tx: &impl Tables, domain: &str) -> Result<Vec<Mailbox>> {
@@ -73,6 +84,7 @@ impl Wtx<'_> {
             created_at: now_ms(),
             daily_limit: None,
             min_gap_ms: None,
+            quota_bytes: None,
         };
         table.insert((domain, local), encode(&mailbox)?.as_slice())?;
         Ok(mailbox)
@@ -97,9 +109,25 @@ impl Wtx<'_> {
         if let Some(gap) = patch.min_gap_ms {
             mailbox.min_gap_ms = gap;
         }
+        if let Some(quota) = patch.quota_bytes {
+            mailbox.quota_bytes = quota;
+        }
         let mut table = self.tx.open_table(MAILBOXES)?;
         table.insert((domain, local), encode(&mailbox)?.as_slice())?;
         Ok(mailbox)
+    }
+
+    /// The quota of `local@domain` as this write sees it (with `default`, the server's
+    /// `mailbox.quota_bytes`); `None` when there is no such mailbox.
+    pub fn quota_in_write(&self, domain: &str, local: &str, default: u64) -> Result<Option<Quota>> {
+        quota(self, domain, local, default)
+    }
+
+    /// Whether `size` more bytes fit the quota of `address` (lower-cased `local@domain`; see
+    /// `quota_in_write`). An address that is no mailbox has no quota.
+    pub fn has_room(&self, address: &str, size: u64, default: u64) -> Result<bool> {
+        let (local, domain) = address.rsplit_once('@').unwrap_or((address, ""));
+        Ok(quota(self, domain, local, default)?.is_none_or(|q| q.fits(size)))
     }
 
     /// Whether `address` (lower-cased `local@domain`) is a mailbox.
@@ -145,5 +173,18 @@ impl Rtx {
 
     pub fn mailbox(&self, domain: &str, local: &str) -> Result<Option<Mailbox>> {
         mailbox(self, domain, local)
+    }
+
+    /// `local@domain` and its quota (see `Wtx::quota_in_write`).
+    pub fn mailbox_quota(
+        &self,
+        domain: &str,
+        local: &str,
+        default: u64,
+    ) -> Result<Option<(Mailbox, Quota)>> {
+        let Some(found) = mailbox(self, domain, local)? else { return Ok(None) };
+        let used = usage(self, &found.address)?;
+        let quota = Quota::of(used, found.quota_bytes, default);
+        Ok(Some((found, quota)))
     }
 }

@@ -33,6 +33,7 @@
 //! - `secrets`      secrets made on first start
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
+//! - `quota`        the bytes each mailbox holds, counted as its mail comes and goes
 //! - `folder`       the folders of a mailbox
 //! - `imap`         IMAP bookkeeping: UIDVALIDITY, UIDs and flags, kept by the folder index's hooks
 //! - `parts`        attachments of mail we send, stored once per send request
@@ -73,6 +74,7 @@ mod pacing;
 mod parts;
 mod passwords;
 mod queue;
+mod quota;
 mod raw;
 mod removal;
 mod reports;
@@ -116,6 +118,7 @@ pub use mailboxes::{Mailbox, MailboxPatch};
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};
 pub use pacing::Slot;
 pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
+pub use quota::Quota;
 pub use removal::Removed;
 pub use sequences::*;
 pub use stats::{DayCounts, day_of};

@@ -125,6 +125,9 @@ pub const MAILBOX_DAY_SENDS: TableDefinition<(&str, u32), u32> =
     TableDefinition::new("mailbox_day_sends");
 /// mailbox address -> the earliest time its next paced send may go (its last slot + `minGapMs`).
 pub const MAILBOX_NEXT_SLOT: TableDefinition<&str, u64> = TableDefinition::new("mailbox_next_slot");
+/// mailbox address -> the bytes of mail it holds (the sizes of its emails, every folder), kept
+/// by every insert and removal (`quota`).
+pub const MAILBOX_USAGE: TableDefinition<&str, u64> = TableDefinition::new("mailbox_usage");
 /// email id -> the slot a paced message waits for: when it comes due it is sent, already counted.
 pub const PACED: TableDefinition<&str, u64> = TableDefinition::new("paced");
 /// (mailbox address, contact address), both lower-cased -> the latest sequence message the

@@ -101,6 +101,7 @@ impl Wtx<'_> {
             }
             index.remove((mailbox, code, *at, id.as_str()))?;
             emails.remove(id.as_str())?;
+            self.adjust_usage(mailbox, 0, email.summary.size)?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
             removed += 1;

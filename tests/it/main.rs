@@ -53,6 +53,7 @@ mod readme;
 mod security;
 mod security_imap;
 mod security_mime;
+mod security_mx;
 mod security_smtp;
 mod security_trace;
 mod send;

@@ -63,6 +63,8 @@ boxes = call("mailboxes.list_mailboxes", 200, "list[Mailbox]").parsed
 assert len(boxes) == 2, boxes
 call("mailboxes.update_mailbox", 200, "Mailbox", address="ada",
      body=body("UpdateMailbox", {"displayName": "Ada L.", "dailyLimit": 500}))
+shown = call("mailboxes.get_mailbox", 200, "Mailbox", address="ada").parsed
+assert shown.quota.used_bytes == 0, shown.quota
 password = call("mailboxes.create_app_password", 201, "NewAppPassword", address="ada",
                 body=body("CreateAppPassword", {"name": "laptop"})).parsed
 assert len(password.password) >= 16

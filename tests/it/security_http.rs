@@ -104,3 +104,53 @@ fn ipv6_forms_of_private_ipv4_addresses_are_refused_for_webhooks_and_mail_exchan
     assert_eq!(w.sink.connections(), 0, "a private address was connected to");
 }
 
+// Finding 15: one tenant's logins cannot end another tenant's dashboard session.
+
+/// Logs in with `key` (the login form's token is a double-submit cookie); the session id.
+fn log_in(addr: SocketAddr, key: &str) -> String {
+    let body = format!("csrf=t0ken&key={key}");
+    let request = format!(
+        "POST /ui/login HTTP/1.1\r\nHost: t\r\nConnection: close\r\nCookie: em_login=t0ken\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let resp = exchange(addr, request.as_bytes());
+    assert_eq!(resp.status, 303, "{}", resp.text());
+    resp.headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .find_map(|(_, v)| v.strip_prefix("em_session=")?.split(';').next())
+        .expect("a session cookie")
+        .to_owned()
+}
+
+/// Whether the session still opens the overview (a dead one is sent to the login form).
+fn session_works(addr: SocketAddr, session: &str) -> bool {
+    let request = format!(
+        "GET /ui/overview HTTP/1.1\r\nHost: t\r\nConnection: close\r\nCookie: em_session={session}\r\n\r\n"
+    );
+    let resp = exchange(addr, request.as_bytes());
+    match resp.status {
+        200 => true,
+        303 => false,
+        other => panic!("overview answered {other}: {}", resp.text()),
+    }
+}
+
+#[test]
+fn one_tenants_logins_evict_only_that_tenants_oldest_sessions() {
+    // A small process-wide table makes the old behaviour (evict the oldest of anyone) visible
+    // within 200 logins; the per-key cap keeps the default, 50.
+    let w = World::start_with_env(&[("EDGEMAIL_UI_MAX_SESSIONS", "100")]);
+    let addr = w.server.addr;
+    let tenant_b = log_in(addr, &w.b);
+    let first_of_a = log_in(addr, &w.a);
+    let mut last_of_a = String::new();
+    for _ in 0..200 {
+        last_of_a = log_in(addr, &w.a);
+    }
+    assert!(session_works(addr, &tenant_b), "tenant B was logged out by tenant A's logins");
+    assert!(session_works(addr, &last_of_a));
+    assert!(!session_works(addr, &first_of_a), "tenant A keeps at most 50 sessions");
+}
+

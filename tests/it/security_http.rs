@@ -154,3 +154,31 @@ fn one_tenants_logins_evict_only_that_tenants_oldest_sessions() {
     assert!(!session_works(addr, &first_of_a), "tenant A keeps at most 50 sessions");
 }
 
+// Finding 14: the keyless deliverability check asks a bounded number of DNS questions.
+
+#[test]
+fn check_deliverability_of_a_domain_with_40_mx_of_40_addresses_asks_a_bounded_number() {
+    let w = MailWorld::start();
+    for h in 0..40u8 {
+        let host = format!("mx{h}.wide.example");
+        w.dns.add_mx("wide.example", 10, &host);
+        for a in 0..40u8 {
+            w.dns.add_a(&host, Ipv4Addr::new(198, 51, h, a + 1));
+        }
+    }
+    let before = w.dns.queries().len();
+    let report = w
+        .server
+        .client(None)
+        .post("/api/tools/check-deliverability", json!({"domain": "wide.example"}))
+        .expect(200)
+        .json();
+    let asked = w.dns.queries().len() - before;
+    eprintln!("check-deliverability of 40 MX x 40 addresses: {asked} DNS questions");
+    assert!(asked <= 150, "{asked} DNS questions for one request");
+    let blacklists = &report["blacklists"];
+    assert_eq!(blacklists["status"], "warn", "{report}");
+    assert!(blacklists["detail"].as_str().is_some_and(|d| d.contains("not checked")), "{report}");
+    assert_eq!(report["mx"]["records"].as_array().map(Vec::len), Some(40), "{report}");
+}
+

@@ -64,6 +64,7 @@ fn table() -> MutexGuard<'static, HashMap<String, Entry>> {
 /// ends its own oldest sessions; should the whole table be full (`ui.max_sessions`, many keys
 /// at their cap), the oldest session of the key holding the most goes.
 pub fn start(digest: [u8; 32], limits: &crate::config::Ui) -> String {
+    crate::http::body::register_session_check(known_visitor);
     let now = crate::ids::now_ms();
     let id = crate::ids::secret("");
     let mut sessions = table();
@@ -103,6 +104,17 @@ fn busiest(sessions: &HashMap<String, Entry>) -> Option<[u8; 32]> {
 
 fn live(e: &Entry, now: u64) -> bool {
     now.saturating_sub(e.seen) < IDLE_MS && now.saturating_sub(e.created) < MAX_AGE_MS
+}
+
+/// Whether the request carries a live session of a key that is still valid: the HTTP layer asks
+/// before it reads a dashboard form's body, to give strangers only the small anonymous limit.
+fn known_visitor(app: &crate::state::App, headers: &hyper::HeaderMap) -> bool {
+    let Some(id) = cookie(headers, COOKIE_NAME) else { return false };
+    let digest = match table().get(id.as_str()) {
+        Some(entry) if live(entry, crate::ids::now_ms()) => entry.digest,
+        _ => return false,
+    };
+    app.keys.by_digest(&digest).is_some_and(|p| p.domain.is_some())
 }
 
 pub fn end(id: &str) {

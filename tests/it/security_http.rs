@@ -182,3 +182,144 @@ fn check_deliverability_of_a_domain_with_40_mx_of_40_addresses_asks_a_bounded_nu
     assert_eq!(report["mx"]["records"].as_array().map(Vec::len), Some(40), "{report}");
 }
 
+// Finding 9: unauthenticated bodies are small, and all bodies share one budget.
+
+/// `connections` clients each announcing a body of `size` to `path` and sending it in 64 KiB
+/// rounds, all at once; answers the statuses they got (0: none, the connection was closed).
+fn flood(addr: SocketAddr, path: &str, connections: usize, size: usize) -> Vec<u16> {
+    let threads = 25;
+    let per_thread = connections / threads;
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let path = path.to_owned();
+            std::thread::spawn(move || {
+                let head = format!(
+                    "POST {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+                     Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\n"
+                );
+                let mut streams: Vec<Option<TcpStream>> = (0..per_thread)
+                    .map(|_| {
+                        let mut s = TcpStream::connect(addr).ok()?;
+                        s.set_write_timeout(Some(Duration::from_secs(20))).ok()?;
+                        s.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+                        s.write_all(head.as_bytes()).ok()?;
+                        Some(s)
+                    })
+                    .collect();
+                let chunk = vec![b'a'; 64 * 1024];
+                for _ in 0..size.div_ceil(chunk.len()) {
+                    for slot in &mut streams {
+                        if slot.as_mut().is_some_and(|s| s.write_all(&chunk).is_err()) {
+                            *slot = None;
+                        }
+                    }
+                }
+                let mut statuses = Vec::new();
+                for mut s in streams.into_iter().flatten() {
+                    let mut raw = Vec::new();
+                    let _ = s.read_to_end(&mut raw);
+                    let status = String::from_utf8_lossy(&raw)
+                        .split(' ')
+                        .nth(1)
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    statuses.push(status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    workers.into_iter().flat_map(|t| t.join().expect("flood thread")).collect()
+}
+
+#[test]
+fn five_hundred_unauthenticated_megabyte_bodies_are_refused_early_and_memory_stays_flat() {
+    let w = World::start_with_env(&[
+        ("EDGEMAIL_HTTP_MAX_CONNECTIONS_PER_IP", "1000"),
+        ("EDGEMAIL_HTTP_MAX_BUFFERED_BYTES", "4MiB"),
+    ]);
+    let (addr, pid) = (w.server.addr, w.server.child.id());
+    let (rss_before, _) = memory(pid);
+    let started = Instant::now();
+    let statuses = flood(addr, "/ui/login", 500, 1024 * 1024);
+    let took = started.elapsed();
+    let (rss_after, peak) = memory(pid);
+    eprintln!(
+        "500 x 1 MiB to /ui/login: RSS {} MB before, {} MB after, peak {} MB, in {took:?}",
+        rss_before / MB,
+        rss_after / MB,
+        peak / MB
+    );
+    assert!(peak < rss_before + 64 * MB, "peak RSS {} MB", peak / MB);
+    assert!(statuses.iter().all(|s| *s == 413 || *s == 0), "{statuses:?}");
+    // Refused from the announced length: the same answer, at once, to a single client.
+    let big = "POST /ui/login HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1048576\r\n\r\n";
+    error_object(&exchange(addr, big.as_bytes()), 413, "invalid_request");
+    // A body without a length is cut off at the same small limit.
+    let mut chunked = b"POST /api/tools/validate-emails HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+        Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        .to_vec();
+    for _ in 0..16 {
+        chunked.extend_from_slice(b"4000\r\n");
+        chunked.extend_from_slice(&[b' '; 0x4000]);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    error_object(&exchange(addr, &chunked), 413, "invalid_request");
+
+    // A logged-in dashboard visitor may post a long message; a stranger may not.
+    let session = log_in(addr, &w.a);
+    let compose = |cookie: &str| {
+        let body = format!("csrf=x&subject=s&text={}", "a".repeat(100_000));
+        let request = format!(
+            "POST /ui/compose HTTP/1.1\r\nHost: t\r\nConnection: close\r\nCookie: {cookie}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        exchange(addr, request.as_bytes()).status
+    };
+    assert_ne!(compose(&format!("em_session={session}")), 413);
+    assert_eq!(compose("em_session=forged"), 413);
+
+    // Authenticated bodies may be large, but all of them together stay within the budget of
+    // buffered bytes (4 MiB here): while six half-sent 1 MiB bodies hold 3.6 MiB of it, a
+    // 600 KiB body is refused with 503 (small requests still pass), and once they are gone it
+    // goes through.
+    let held: Vec<TcpStream> = (0..6)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+            let head = format!(
+                "POST /v1/contacts HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+                 Authorization: Bearer {}\r\nContent-Type: application/json\r\n\
+                 Content-Length: 1048576\r\n\r\n",
+                w.a
+            );
+            s.write_all(head.as_bytes()).expect("head");
+            s.write_all(&vec![b' '; 600 * 1024]).expect("half a body");
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut large = vec![b' '; 600 * 1024];
+    large.extend_from_slice(br#"{"email": "ada@example.org", "name": "Ada"}"#);
+    let post = |body: &[u8]| {
+        w.alpha().raw("POST", "/v1/contacts", &[("Content-Type", "application/json")], Some(body))
+    };
+    error_object(&post(&large), 503, "service_unavailable");
+    let small = post(br#"{"email": "bob@example.org", "name": "Bob"}"#);
+    assert!(matches!(small.status, 200 | 201), "{} {}", small.status, small.text());
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let again = post(&large);
+        if again.status == 200 || again.status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the budget never came back: {}", again.text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Real clients are served throughout.
+    w.anonymous().get("/healthz").expect(200);
+}
+

@@ -60,6 +60,30 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.http.body_limit = parse_size(v)?;
         Ok(())
     }),
+    ("http.anonymous_body_limit", |c, v| {
+        c.http.anonymous_body_limit = parse_size(v)?;
+        Ok(())
+    }),
+    ("http.max_buffered_bytes", |c, v| {
+        c.http.max_buffered_bytes = parse_size(v)?;
+        Ok(())
+    }),
+    ("ui.max_sessions", |c, v| {
+        c.ui.max_sessions = positive(v)?;
+        Ok(())
+    }),
+    ("ui.sessions_per_key", |c, v| {
+        c.ui.sessions_per_key = positive(v)?;
+        Ok(())
+    }),
+    ("tracking.rate_per_minute", |c, v| {
+        c.tracking.rate_per_minute = positive(v)?;
+        Ok(())
+    }),
+    ("tracking.burst", |c, v| {
+        c.tracking.burst = positive(v)?;
+        Ok(())
+    }),
     ("http.header_timeout", |c, v| {
         c.http.header_timeout = parse_duration(v)?;
         Ok(())

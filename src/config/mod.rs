@@ -3,6 +3,7 @@
 //! problems are reported together rather than one per start attempt.
 
 mod cluster;
+mod http;
 mod keys;
 mod mta_sts;
 mod parse;
@@ -12,6 +13,7 @@ mod smtp;
 mod tests;
 
 pub use cluster::Cluster;
+pub use http::{Http, Tracking, Ui};
 use keys::{KEYS, Setter};
 pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
@@ -31,6 +33,10 @@ pub struct Config {
     /// The store and this node's place among the nodes sharing it.
     pub cluster: Cluster,
     pub http: Http,
+    /// The dashboard's sessions (`ui.*`).
+    pub ui: Ui,
+    /// The tracking links' limits (`tracking.*`).
+    pub tracking: Tracking,
     pub smtp: Smtp,
     /// What every mailbox gets unless it says otherwise.
     pub mailbox: Mailbox,
@@ -141,24 +147,6 @@ pub struct Delivery {
     pub relay_ca: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone)]
-pub struct Http {
-    pub listen: SocketAddr,
-    /// Base of links we hand out (documentation, later tracking); defaults to `http://<listen>`.
-    pub public_url: Option<String>,
-    pub body_limit: usize,
-    pub header_timeout: Duration,
-    pub keep_alive: bool,
-    pub max_connections: usize,
-    /// Open connections per client address (peers in `trusted_proxies` are exempt).
-    pub max_connections_per_ip: usize,
-    /// How long a request body may take to arrive, in total.
-    pub body_timeout: Duration,
-    pub shutdown_grace: Duration,
-    /// Peers whose `X-Forwarded-For` names the real client (a reverse proxy in front of us).
-    pub trusted_proxies: Vec<std::net::IpAddr>,
-}
-
 /// Mail clients sending through us (RFC 6409): the listeners, and how hard logins are guarded.
 /// The session limits and the certificate are the SMTP listener's.
 #[derive(Debug, Clone)]
@@ -212,18 +200,9 @@ impl Default for Config {
             data_dir: PathBuf::from("./edgemail-data"),
             cache_size: DEFAULT_CACHE_SIZE,
             cluster: Cluster::default(),
-            http: Http {
-                listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-                public_url: None,
-                body_limit: 1024 * 1024,
-                header_timeout: Duration::from_secs(10),
-                keep_alive: true,
-                max_connections: 10_000,
-                max_connections_per_ip: 256,
-                body_timeout: Duration::from_secs(30),
-                shutdown_grace: Duration::from_secs(10),
-                trusted_proxies: Vec::new(),
-            },
+            http: Http::default(),
+            ui: Ui::default(),
+            tracking: Tracking::default(),
             smtp: Smtp::default(),
             mailbox: Mailbox::default(),
             submission: Submission { listen: None, tls_listen: None, failed_logins: 10 },

@@ -249,6 +249,8 @@ pub async fn mx<R: Resolve>(r: &R, ctx: &Context<'_>) -> RecordsCheck {
             f.fact(format!("mail is received by this server ({hostname})"));
         }
         Some(hostname) => {
+            // The most preferred hosts only, as the blacklist check: the DNS is the domain's.
+            let names = &names[..names.len().min(super::dnsbl::MAX_MX_HOSTS)];
             let v4 = join_all(names.iter().map(|h| r.addrs(h, false)).collect());
             let v6 = join_all(names.iter().map(|h| r.addrs(h, true)).collect());
             let (v4, v6) = tokio::join!(v4, v6);

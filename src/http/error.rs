@@ -85,7 +85,7 @@ fn classify(error: &Error) -> (StatusCode, &'static str, &'static str) {
         Error::Unavailable(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
             "service_unavailable",
-            "the server is starting or stopping; retry shortly",
+            "the server is starting, stopping or busy; retry shortly",
         ),
         Error::StorageUnavailable(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -144,6 +144,8 @@ pub fn error_reply(error: &Error, documentation_url: &str) -> Reply {
         Error::RateLimited { retry_after } => {
             reply.headers.push((RETRY_AFTER, HeaderValue::from(*retry_after)));
         }
+        // Starting, stopping, or the budget of request bodies is full: each passes in moments.
+        Error::Unavailable(_) => reply.headers.push((RETRY_AFTER, HeaderValue::from(1))),
         Error::StorageUnavailable(_) => {
             let seconds = crate::error::STORAGE_RETRY_AFTER;
             reply.headers.push((RETRY_AFTER, HeaderValue::from(seconds)));

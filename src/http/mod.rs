@@ -1,5 +1,6 @@
 //! HTTP: the accept loop, routing, inputs, replies and the error mapping.
 
+pub mod body;
 pub mod error;
 pub mod idempotency;
 mod idle;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::{Body, Incoming};
-use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::AUTHORIZATION;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
@@ -18,6 +18,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use super::body::{self, Budget, has_session};
 use super::error::error_reply;
 use super::idle::{self, Activity, Watched};
 use super::request::Ctx;
@@ -36,6 +37,7 @@ pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown
     let mut refuse = http.clone();
     refuse.keep_alive(false);
     let connections = Arc::new(Semaphore::new(cfg.max_connections));
+    let budget = Budget::new(cfg.max_buffered_bytes);
     let per_ip = Arc::new(crate::listener::PerIp::default());
     let graceful = GracefulShutdown::new();
     while let Some(crate::listener::Accepted { stream, peer, permit }) =
@@ -61,10 +63,11 @@ pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown
             });
             continue;
         };
-        let router = router.clone();
+        let (router, budget) = (router.clone(), budget.clone());
         let answering = activity.clone();
         let service = service_fn(move |req| {
-            handle(app.clone(), router.clone(), peer, answering.clone(), req)
+            let on = Conn { peer, activity: answering.clone(), budget: budget.clone() };
+            handle(app.clone(), router.clone(), on, req)
         });
         let conn = graceful.watch(http.serve_connection(stream, service));
         tokio::spawn(async move {
@@ -96,13 +99,20 @@ async fn until_idle<C: std::future::Future>(
     }
 }
 
+/// What a request knows of its connection.
+struct Conn {
+    peer: SocketAddr,
+    activity: Arc<Activity>,
+    budget: Budget,
+}
+
 async fn handle(
     app: App,
     router: Arc<Router>,
-    peer: SocketAddr,
-    activity: Arc<Activity>,
+    on: Conn,
     req: Request<Incoming>,
 ) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
+    let Conn { peer, activity, budget } = on;
     let started = Instant::now();
     activity.request();
     let method = req.method().clone();
@@ -112,7 +122,7 @@ async fn handle(
     let mut key_id = None;
     let mut route = crate::metrics::UNMATCHED;
     let seen = Seen { key_id: &mut key_id, hidden_path: &mut hidden, route: &mut route };
-    let reply = match dispatch(&app, &router, peer, req, seen).await {
+    let reply = match dispatch(&app, &router, (peer, &budget), req, seen).await {
         Ok(reply) => reply,
         Err(error) => error_reply(&error, &app.documentation_url),
     };
@@ -142,7 +152,7 @@ struct Seen<'a> {
 async fn dispatch(
     app: &App,
     router: &Router,
-    peer: SocketAddr,
+    (peer, budget): (SocketAddr, &Budget),
     req: Request<Incoming>,
     seen: Seen<'_>,
 ) -> Result<super::reply::Reply> {
@@ -192,20 +202,11 @@ async fn dispatch(
     let handler = matched.route.handler;
     let params = matched.params;
     let query = req.uri().query().map(str::to_owned);
-    let cfg = &app.config.http;
-    let limit = body_limit(matched.route.path, cfg.body_limit);
-    let json_only = !matches!(access, Access::Link | Access::Page);
     let headers =
         if access == Access::Page { req.headers().clone() } else { hyper::HeaderMap::new() };
-    // A request without a body (most GETs) needs no timer: arming one per request costs about
-    // a tenth of the read path's throughput.
-    let body = if req.body().is_end_stream() {
-        read_body(req, limit, json_only).await?
-    } else {
-        tokio::time::timeout(cfg.body_timeout, read_body(req, limit, json_only))
-            .await
-            .map_err(|_| Error::RequestTimeout(cfg.body_timeout))??
-    };
+    // Before a key or a session is known, anyone may be sending: a small limit then.
+    let known = principal.is_some() || (access == Access::Page && has_session(app, &headers));
+    let (body, _held) = read_body(app, req, (matched.route.path, access), known, budget).await?;
     let scope = principal.as_ref().map(|p| p.key_id.clone());
     let ctx = Ctx { app: app.clone(), principal, params, query, body, peer, headers };
     match (idempotency, scope) {
@@ -214,6 +215,29 @@ async fn dispatch(
         }
         _ => handler(ctx).await,
     }
+}
+
+/// The body of a request to `route`, within the limit that applies to it, and the bytes of the
+/// budget it holds (to keep until the request is answered).
+async fn read_body(
+    app: &App,
+    req: Request<Incoming>,
+    (route, access): (&str, Access),
+    known: bool,
+    budget: &Budget,
+) -> Result<(Bytes, body::Held)> {
+    let cfg = &app.config.http;
+    let limit = body_limit(route, cfg.body_limit);
+    let limit = if known { limit } else { limit.min(cfg.anonymous_body_limit) };
+    let json_only = !matches!(access, Access::Link | Access::Page);
+    // A request without a body (most GETs) needs no timer: arming one per request costs about
+    // a tenth of the read path's throughput.
+    if req.body().is_end_stream() {
+        return body::read(req, limit, json_only, budget).await;
+    }
+    tokio::time::timeout(cfg.body_timeout, body::read(req, limit, json_only, budget))
+        .await
+        .map_err(|_| Error::RequestTimeout(cfg.body_timeout))?
 }
 
 /// Routes whose bodies may be larger than `http.body_limit`: the send API takes up to 10 MiB of
@@ -240,34 +264,5 @@ fn metrics_token(app: &App, header: Option<&[u8]>) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Unauthorized("the metrics need `Authorization: Bearer <metrics.token>`"))
-    }
-}
-
-/// Reads the whole body, refusing non-JSON content types (415) and bodies over the limit (413)
-/// before buffering them.
-async fn read_body(req: Request<Incoming>, limit: usize, json_only: bool) -> Result<Bytes> {
-    if json_only && let Some(ct) = req.headers().get(CONTENT_TYPE) {
-        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-        let essence = ct.split(';').next().unwrap_or("").trim();
-        let json = essence == "application/json" || essence.ends_with("+json");
-        if !json && !essence.is_empty() {
-            return Err(Error::UnsupportedMediaType);
-        }
-    }
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(Error::PayloadTooLarge(limit));
-    }
-    match Limited::new(req.into_body(), limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Error::PayloadTooLarge(limit)),
-        Err(e) => Err(Error::invalid(
-            format!("the request body could not be read: {e}"),
-            "send the complete body with a correct Content-Length",
-        )),
     }
 }

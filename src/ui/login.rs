@@ -55,7 +55,7 @@ pub async fn login(ctx: Ctx) -> Result<Reply> {
         let why = "That key is not a valid key of a domain (org-wide keys cannot log in).";
         return Ok(login_page(&ctx, StatusCode::UNAUTHORIZED, Some(why)));
     }
-    let id = session::start(digest);
+    let id = session::start(digest, &ctx.app.config.ui);
     let cookie = session::set_cookie(&ctx, session::COOKIE_NAME, &id, session::COOKIE_MAX_AGE_S);
     let reply = with_cookie(redirect("/ui/overview"), cookie);
     // The login token has done its work.

@@ -7,6 +7,7 @@
 //! request, so revoking a key ends its sessions at once.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use hyper::header::{COOKIE, HeaderValue};
@@ -21,8 +22,6 @@ pub const COOKIE_NAME: &str = "em_session";
 const IDLE_MS: u64 = 2 * 3600 * 1000;
 /// And none lives longer than this, used or not.
 const MAX_AGE_MS: u64 = 12 * 3600 * 1000;
-/// Past this many sessions the oldest go first: the table stays bounded whatever happens.
-const MAX_SESSIONS: usize = 10_000;
 
 struct Entry {
     digest: [u8; 32],
@@ -30,6 +29,8 @@ struct Entry {
     notice: Option<Notice>,
     created: u64,
     seen: u64,
+    /// Order of creation: logins within one millisecond still have an oldest.
+    serial: u64,
 }
 
 /// A message shown once on the next page: the outcome of a form.
@@ -58,25 +59,62 @@ fn table() -> MutexGuard<'static, HashMap<String, Entry>> {
     SESSIONS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Starts a session for the key with this digest; answers its id.
-pub fn start(digest: [u8; 32]) -> String {
+/// Starts a session for the key with this digest; answers its id. Room is made within the key's
+/// own sessions first (`ui.sessions_per_key`), so one tenant logging in again and again only
+/// ends its own oldest sessions; should the whole table be full (`ui.max_sessions`, many keys
+/// at their cap), the oldest session of the key holding the most goes.
+pub fn start(digest: [u8; 32], limits: &crate::config::Ui) -> String {
+    crate::http::body::register_session_check(known_visitor);
     let now = crate::ids::now_ms();
     let id = crate::ids::secret("");
     let mut sessions = table();
     sessions.retain(|_, e| live(e, now));
-    if sessions.len() >= MAX_SESSIONS
-        && let Some(oldest) = sessions.iter().min_by_key(|(_, e)| e.created).map(|(k, _)| k.clone())
-    {
+    while sessions.values().filter(|e| e.digest == digest).count() >= limits.sessions_per_key {
+        let Some(oldest) = oldest_of(&sessions, &digest) else { break };
         sessions.remove(&oldest);
     }
-    let entry =
-        Entry { digest, csrf: crate::ids::secret(""), notice: None, created: now, seen: now };
+    while sessions.len() >= limits.max_sessions {
+        let Some(oldest) = busiest(&sessions).and_then(|key| oldest_of(&sessions, &key)) else {
+            break;
+        };
+        sessions.remove(&oldest);
+    }
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+    let csrf = crate::ids::secret("");
+    let entry = Entry { digest, csrf, notice: None, created: now, seen: now, serial };
     sessions.insert(id.clone(), entry);
     id
 }
 
+/// The id of the oldest session of the key with this digest.
+fn oldest_of(sessions: &HashMap<String, Entry>, digest: &[u8; 32]) -> Option<String> {
+    let mine = sessions.iter().filter(|(_, e)| e.digest == *digest);
+    mine.min_by_key(|(_, e)| e.serial).map(|(id, _)| id.clone())
+}
+
+/// The digest of the key holding the most sessions.
+fn busiest(sessions: &HashMap<String, Entry>) -> Option<[u8; 32]> {
+    let mut counts: HashMap<[u8; 32], usize> = HashMap::new();
+    for e in sessions.values() {
+        *counts.entry(e.digest).or_default() += 1;
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).map(|(digest, _)| digest)
+}
+
 fn live(e: &Entry, now: u64) -> bool {
     now.saturating_sub(e.seen) < IDLE_MS && now.saturating_sub(e.created) < MAX_AGE_MS
+}
+
+/// Whether the request carries a live session of a key that is still valid: the HTTP layer asks
+/// before it reads a dashboard form's body, to give strangers only the small anonymous limit.
+fn known_visitor(app: &crate::state::App, headers: &hyper::HeaderMap) -> bool {
+    let Some(id) = cookie(headers, COOKIE_NAME) else { return false };
+    let digest = match table().get(id.as_str()) {
+        Some(entry) if live(entry, crate::ids::now_ms()) => entry.digest,
+        _ => return false,
+    };
+    app.keys.by_digest(&digest).is_some_and(|p| p.domain.is_some())
 }
 
 pub fn end(id: &str) {
@@ -159,3 +197,32 @@ pub fn set_cookie(ctx: &Ctx, name: &str, value: &str, max_age_s: u64) -> Option<
 
 /// The lifetime of the session cookie, in seconds.
 pub const COOKIE_MAX_AGE_S: u64 = MAX_AGE_MS / 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alive(id: &str) -> bool {
+        table().contains_key(id)
+    }
+
+    #[test]
+    fn a_key_at_its_cap_ends_its_own_oldest_session_and_a_full_table_the_busiest_keys() {
+        let (a, b, c) = ([0xa1; 32], [0xb2; 32], [0xc3; 32]);
+        let limits = crate::config::Ui { max_sessions: 10_000, sessions_per_key: 3 };
+        let other = start(b, &limits);
+        let first = start(a, &limits);
+        let later: Vec<String> = (0..5).map(|_| start(a, &limits)).collect();
+        assert!(alive(&other), "another key's session stays");
+        assert!(!alive(&first) && !alive(&later[0]) && !alive(&later[1]));
+        assert!(later[2..].iter().all(|id| alive(id)));
+        // A full table: the key with the most sessions gives up its oldest, not the newcomer.
+        let full = crate::config::Ui { max_sessions: table().len(), sessions_per_key: 3 };
+        let newcomer = start(c, &full);
+        assert!(alive(&newcomer) && alive(&other));
+        assert!(!alive(&later[2]) && alive(&later[3]) && alive(&later[4]));
+        for id in [other, newcomer].iter().chain(&later) {
+            end(id);
+        }
+    }
+}

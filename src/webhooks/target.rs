@@ -101,7 +101,8 @@ pub async fn addresses(
     }
     if !allow_private && let Some(ip) = ips.iter().find(|ip| !crate::dns::is_public(**ip)) {
         return Err(format!(
-            "{} resolves to {ip}, a loopback, private, link-local or unspecified address",
+            "{} resolves to {ip}, which is not a public address (loopback, private, \
+             link-local, unspecified, or an IPv6 form of one)",
             target.host
         ));
     }

@@ -54,6 +54,7 @@ mod security;
 mod security_imap;
 mod security_mime;
 mod security_mx;
+mod security_http;
 mod security_smtp;
 mod security_trace;
 mod send;

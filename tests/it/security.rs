@@ -90,7 +90,7 @@ fn slow_bodies_time_out_and_one_address_cannot_hold_every_connection() {
             s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
             s.write_all(
                 b"POST /t/u/x HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded\r\n\
-                  Content-Length: 100000\r\n\r\n",
+                  Content-Length: 20000\r\n\r\n",
             )
             .expect("write");
             s

@@ -1,20 +1,17 @@
-//! Attacks on the HTTP side (issue 32: 5, 9, 10, 14, 15, 17), each replayed against the real
-//! binary over real sockets and shown refused or bounded: a campaign body copied per recipient,
-//! unauthenticated bodies buffered by the thousand, an open pixel replayed, the keyless
-//! deliverability check fanned out, one tenant's logins evicting everyone's sessions, and
-//! private IPv4 addresses hidden inside IPv6 forms.
+//! Attacks on the HTTP side (issue 32: 9, 14, 15, 17), each replayed against the real binary
+//! over real sockets and shown refused or bounded: unauthenticated bodies buffered by the
+//! thousand, the keyless deliverability check fanned out, one tenant's logins evicting
+//! everyone's sessions, and private IPv4 addresses hidden inside IPv6 forms.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::client::{Resp, parse_response};
 use crate::harness::World;
-use crate::mail_world::{MailWorld, header, html_part};
-use crate::webhook_receiver::Receiver;
+use crate::mail_world::MailWorld;
 
 /// `VmRSS` and `VmHWM` (peak) of a process, in bytes.
 fn memory(pid: u32) -> (u64, u64) {
@@ -27,10 +24,6 @@ fn memory(pid: u32) -> (u64, u64) {
             .map_or(0, |kb| kb * 1024)
     };
     (field("VmRSS:"), field("VmHWM:"))
-}
-
-fn data_file(dir: &Path) -> u64 {
-    std::fs::metadata(dir.join("edgemail.redb")).map_or(0, |m| m.len())
 }
 
 const MB: u64 = 1024 * 1024;
@@ -53,12 +46,6 @@ fn error_object(resp: &Resp, status: u16, code: &str) {
     for field in ["error", "message", "hint", "documentation_url"] {
         assert!(body[field].as_str().is_some_and(|s| !s.is_empty()), "{field} missing: {body}");
     }
-}
-
-/// The path of the first link of `kind` (`/t/o/`, `/t/c/`) in an HTML body.
-fn link(html: &str, kind: &str) -> String {
-    let at = html.find(kind).unwrap_or_else(|| panic!("no {kind} link in {html}"));
-    html[at..].split(['"', '\'', '>', '<', ' ', '\r', '\n']).next().unwrap_or("").to_owned()
 }
 
 // Finding 17: IPv6 forms that embed a private IPv4 address are not public.
@@ -256,9 +243,10 @@ fn five_hundred_unauthenticated_megabyte_bodies_are_refused_early_and_memory_sta
     let big = "POST /ui/login HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1048576\r\n\r\n";
     error_object(&exchange(addr, big.as_bytes()), 413, "invalid_request");
     // A body without a length is cut off at the same small limit.
-    let mut chunked = b"POST /api/tools/validate-emails HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+    let mut chunked =
+        b"POST /api/tools/validate-emails HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-        .to_vec();
+            .to_vec();
     for _ in 0..16 {
         chunked.extend_from_slice(b"4000\r\n");
         chunked.extend_from_slice(&[b' '; 0x4000]);
@@ -322,4 +310,3 @@ fn five_hundred_unauthenticated_megabyte_bodies_are_refused_early_and_memory_sta
     // Real clients are served throughout.
     w.anonymous().get("/healthz").expect(200);
 }
-

@@ -2,7 +2,7 @@
 //! binary and shown refused or bounded: large literals before login (memory) and past the
 //! global budget, SEARCH on the async workers (CPU), and failed logins that locked the owner out.
 //! The tests share one server while they run (`fixture`), each on mailboxes and client
-//! addresses (127.0.0.x: Linux routes all of 127/8 to lo) of its own; the one that reads the
+//! addresses (127.0.2.x, where no test runs a server: Linux routes all of 127/8 to lo) of its own; the one that reads the
 //! server's memory has a server to itself.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
@@ -312,7 +312,7 @@ fn large_literals_before_login_are_refused_and_memory_stays_bounded() {
     let attackers: Vec<_> = (0..60u8)
         .map(|i| {
             std::thread::spawn(move || {
-                let from = Ipv4Addr::new(127, 0, 0, 11 + i % 3);
+                let from = Ipv4Addr::new(127, 0, 2, 11 + i % 3);
                 let mut c = Client::plain(to, from, Duration::from_secs(2));
                 assert!(c.line().starts_with("* OK"), "greeting");
                 let tag = format!("f{i}");
@@ -468,7 +468,7 @@ fn search_is_linear_off_the_async_workers_and_caps_its_needle() {
 fn failed_logins_lock_the_guessing_address_not_the_owner() {
     let f = fixture();
     let (owner, password) = f.mailbox("owner");
-    let attacker = Ipv4Addr::new(127, 0, 0, 2);
+    let attacker = Ipv4Addr::new(127, 0, 2, 2);
     // Three failures per address and mailbox; the fourth still gets its answer and empties the
     // bucket, the fifth is refused unchecked.
     for attempt in 0..4 {
@@ -490,7 +490,7 @@ fn failed_logins_lock_the_guessing_address_not_the_owner() {
 
     // An address guessing across mailboxes: fifteen failures (five times three) are answered,
     // then every login from it is refused, the owner's mailbox included; not from elsewhere.
-    let sprayer = Ipv4Addr::new(127, 0, 0, 3);
+    let sprayer = Ipv4Addr::new(127, 0, 2, 3);
     let mut c = Client::tls(f.listener("imaps"), sprayer);
     assert!(c.line().starts_with("* OK"), "greeting");
     for i in 0..16 {

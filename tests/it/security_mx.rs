@@ -124,8 +124,10 @@ fn message(subject: &str, body_len: usize) -> String {
 
 const HOME: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 
+/// Client addresses in 127.0.2.0/24, where no test runs a server: a client socket bound to an
+/// address a sink listens on could take that sink's port (the ephemeral range is shared).
 fn local(n: u8) -> Ipv4Addr {
-    Ipv4Addr::new(127, 0, 0, n)
+    Ipv4Addr::new(127, 0, 2, n)
 }
 
 /// The IMAP side of a world: an app password of sales@ and the pinned certificate.

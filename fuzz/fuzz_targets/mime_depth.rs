@@ -5,9 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mail_parser::{Message, PartType};
-
-use edgemail::mime::{MAX_DEPTH, MAX_PARTS, bound};
+use edgemail::mime::{MAX_DEPTH, MAX_PARTS, bound, shape};
 
 fn build(data: &[u8]) -> Vec<u8> {
     let mut m = b"Subject: fuzz\r\n".to_vec();
@@ -39,23 +37,6 @@ fn build(data: &[u8]) -> Vec<u8> {
         m.extend_from_slice(c);
     }
     m
-}
-
-/// The deepest nesting and the number of parts, walked without recursion.
-fn shape(message: &Message<'_>) -> (usize, usize) {
-    let (mut deepest, mut parts) = (0, 0);
-    let mut stack = vec![(message, 0u32, 0usize)];
-    while let Some((m, id, depth)) = stack.pop() {
-        let Some(part) = m.parts.get(id as usize) else { continue };
-        parts += 1;
-        deepest = deepest.max(depth);
-        match &part.body {
-            PartType::Multipart(children) => stack.extend(children.iter().map(|c| (m, *c, depth + 1))),
-            PartType::Message(inner) => stack.push((inner, 0, depth + 1)),
-            _ => {}
-        }
-    }
-    (deepest, parts)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -11,13 +11,12 @@ use std::time::Duration;
 
 use imap_next::server::{Error as FlowError, Event, Options, Server};
 use imap_next::{Interrupt, Io, State};
-use imap_types::core::Tag;
 use imap_types::response::{Greeting, Status};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
-use super::gate::{Budget, Gate, MAX_COMMAND, MAX_LITERAL, Pumped};
+use super::gate::{Budget, Gate, MAX_COMMAND, MAX_LITERAL, Pumped, tag_of};
 use crate::listener::{Presence, Waited};
 
 /// Malformed commands in a row before the connection is dropped.
@@ -287,11 +286,4 @@ pub(super) fn refuse(server: &mut Server, e: FlowError) {
     if let Ok(status) = Status::bad(tag, None, text) {
         server.enqueue_status(status);
     }
-}
-
-/// The tag a malformed command started with, when it has a valid one.
-pub(super) fn tag_of(bytes: &[u8]) -> Option<Tag<'static>> {
-    let end = bytes.iter().position(|b| *b == b' ' || *b == b'\r' || *b == b'\n')?;
-    let text = std::str::from_utf8(&bytes[..end]).ok()?;
-    Tag::try_from(text.to_owned()).ok()
 }

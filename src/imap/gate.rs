@@ -21,7 +21,7 @@ use std::sync::Arc;
 use imap_codec::fragmentizer::{FragmentInfo, Fragmentizer, LiteralAnnouncement};
 use imap_next::State;
 use imap_next::server::Server;
-use imap_types::core::LiteralMode;
+use imap_types::core::{LiteralMode, Tag};
 use imap_types::response::{Code, Status};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -231,7 +231,7 @@ impl Gate {
             return Pumped::Close(bye(code, text));
         }
         let head: Vec<u8> = self.raw.iter().take(len.min(LONGEST_TAG)).copied().collect();
-        let tag = super::conn::tag_of(&head);
+        let tag = tag_of(&head);
         self.raw.drain(..len);
         (self.framed, self.at) = (0, 0);
         self.frame.skip_message();
@@ -290,6 +290,13 @@ impl Gate {
 
 fn bye(code: Code<'static>, text: &'static str) -> Status<'static> {
     Status::bye(Some(code), text).unwrap_or_else(|_| unreachable!()) // ok: constant text
+}
+
+/// The tag a malformed command started with, when it has a valid one.
+pub(super) fn tag_of(bytes: &[u8]) -> Option<Tag<'static>> {
+    let end = bytes.iter().position(|b| *b == b' ' || *b == b'\r' || *b == b'\n')?;
+    let text = std::str::from_utf8(&bytes[..end]).ok()?;
+    Tag::try_from(text.to_owned()).ok()
 }
 
 #[cfg(test)]

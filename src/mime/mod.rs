@@ -73,5 +73,25 @@ impl Bounded<'_> {
     }
 }
 
+/// The deepest nesting of containers in a parsed message and its number of parts, found
+/// without recursion: what the limits hold (the unit tests and the fuzz target check it).
+pub fn shape(message: &Message<'_>) -> (usize, usize) {
+    let (mut deepest, mut parts) = (0, 0);
+    let mut stack = vec![(message, 0u32, 0usize)];
+    while let Some((m, id, depth)) = stack.pop() {
+        let Some(part) = m.parts.get(id as usize) else { continue };
+        parts += 1;
+        deepest = deepest.max(depth);
+        match &part.body {
+            mail_parser::PartType::Multipart(children) => {
+                stack.extend(children.iter().map(|c| (m, *c, depth + 1)));
+            }
+            mail_parser::PartType::Message(inner) => stack.push((inner, 0, depth + 1)),
+            _ => {}
+        }
+    }
+    (deepest, parts)
+}
+
 #[cfg(test)]
 mod tests;

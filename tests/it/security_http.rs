@@ -323,3 +323,123 @@ fn five_hundred_unauthenticated_megabyte_bodies_are_refused_early_and_memory_sta
     w.anonymous().get("/healthz").expect(200);
 }
 
+// Finding 10: a replayed open pixel is one event, one unique open, and no write per hit.
+
+/// Fetches `path` `times` times over one keep-alive connection from `from`; the statuses.
+fn replay(addr: SocketAddr, from: Ipv4Addr, path: &str, times: usize) -> Vec<u16> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("runtime");
+    let mut stream = rt
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::new(from.into(), 0))?;
+            socket.connect(addr).await?.into_std()
+        })
+        .expect("connect from a chosen address");
+    stream.set_nonblocking(false).expect("blocking");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut statuses = Vec::with_capacity(times);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending = Vec::new();
+    for _ in 0..times {
+        stream.write_all(request.as_bytes()).expect("write");
+        // One whole answer: its head, then Content-Length bytes.
+        loop {
+            if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if pending.len() >= end + 4 + length {
+                    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+                    statuses.push(status);
+                    pending.drain(..end + 4 + length);
+                    break;
+                }
+            }
+            let n = stream.read(&mut buf).expect("read");
+            assert!(n > 0, "the server closed the connection");
+            pending.extend_from_slice(&buf[..n]);
+        }
+    }
+    statuses
+}
+
+#[test]
+fn a_replayed_open_pixel_is_one_event_and_one_open_without_a_write_per_hit() {
+    let w = MailWorld::start_with(&[("EDGEMAIL_WEBHOOKS_ALLOW_PRIVATE", "true")], &[]);
+    let receiver = Receiver::start();
+    w.api()
+        .post("/v1/webhooks", json!({"url": receiver.url("/ok"), "events": ["email.opened"]}))
+        .expect(201);
+    let html = "<p>Hello <a href=\"https://shop.example.com/\">shop</a></p>";
+    let sent = w
+        .send(json!({"from": "sales@alpha.test", "subject": "News", "html": html,
+                     "type": "campaign", "to": ["ada@example.org", "bob@example.org"]}))
+        .expect(200)
+        .json();
+    let got = w.sink.wait_for(2, Duration::from_secs(20));
+    let pixel = |rcpt: &str| {
+        let copy = got.iter().find(|m| m.rcpt_to[0] == rcpt).expect("a copy");
+        link(&html_part(&copy.data), "/t/o/")
+    };
+    let (ada, bob) = (pixel("ada@example.org"), pixel("bob@example.org"));
+    let id_of = |rcpt: &str| {
+        sent["messageIds"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|id| w.api().get(&format!("/v1/emails/{id}")).json()["to"][0] == rcpt)
+            .expect("the recipient's message")
+            .to_owned()
+    };
+    let (ada_id, bob_id) = (id_of("ada@example.org"), id_of("bob@example.org"));
+    for id in [&ada_id, &bob_id] {
+        w.wait_status(id, "delivered");
+    }
+
+    // Ada's pixel, 4,000 times from one address over four connections.
+    let file_before = data_file(&w.dir.0);
+    let started = Instant::now();
+    let replays: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, path) = (w.server.addr, ada.clone());
+            std::thread::spawn(move || replay(addr, Ipv4Addr::LOCALHOST, &path, 1_000))
+        })
+        .collect();
+    // Meanwhile a real reader elsewhere opens Bob's copy, and is counted.
+    let real = replay(w.server.addr, Ipv4Addr::new(127, 0, 0, 2), &bob, 1);
+    assert_eq!(real, [200]);
+    for statuses in replays.into_iter().map(|t| t.join().expect("replay")) {
+        assert!(statuses.iter().all(|s| *s == 200), "every hit gets its pixel");
+    }
+    let took = started.elapsed();
+    std::thread::sleep(Duration::from_millis(1500));
+    let growth = data_file(&w.dir.0).saturating_sub(file_before);
+    eprintln!("4,000 replays in {took:?}: the data file grew by {growth} bytes");
+
+    receiver.event("email.opened", |d| d["messageId"] == bob_id);
+    let opened = |id: &str| {
+        receiver
+            .hits()
+            .iter()
+            .filter(|h| h.kind() == "email.opened" && h.json()["data"]["messageId"] == id)
+            .count()
+    };
+    assert_eq!(opened(&ada_id), 1, "one email.opened event for Ada's message");
+    assert!(growth < MB, "the data file grew by {growth} bytes");
+    let tracking = w.api().get(&format!("/v1/emails/{ada_id}")).expect(200).json()["tracking"].clone();
+    let opens = tracking["opens"].as_u64().unwrap_or(0);
+    eprintln!("Ada's message after 4,000 replays: {tracking}");
+    assert!((1..=4_000).contains(&opens), "{tracking}");
+    assert!(tracking["firstOpenedAt"].is_u64(), "{tracking}");
+    let bob_tracking = w.api().get(&format!("/v1/emails/{bob_id}")).json()["tracking"].clone();
+    assert_eq!(bob_tracking["opens"], 1, "{bob_tracking}");
+    let batch = sent["batchId"].as_str().expect("batch");
+    let stats = w.api().get(&format!("/v1/campaign-stats?type=batch&batchId={batch}")).json();
+    assert_eq!(stats["batches"][0]["opened"], 2, "unique opens: {stats}");
+}
+

@@ -103,6 +103,7 @@ impl Wtx<'_> {
             emails.remove(id.as_str())?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
+            self.release_sent_body(id)?;
             removed += 1;
         }
         Ok(removed)

@@ -443,3 +443,67 @@ fn a_replayed_open_pixel_is_one_event_and_one_open_without_a_write_per_hit() {
     assert_eq!(stats["batches"][0]["opened"], 2, "unique opens: {stats}");
 }
 
+// Finding 5: a campaign's body is stored once, not once per recipient.
+
+#[test]
+fn a_campaign_body_is_stored_once_for_all_its_recipients() {
+    let w = MailWorld::start();
+    let pid = w.server.child.id();
+    // 138 KB of HTML with a link to rewrite per recipient.
+    let paragraph = "<p>Our autumn collection is here, with <b>new</b> colours and sizes. \
+                     <a href=\"https://shop.example.com/autumn\">Have a look</a>.</p>\n";
+    let html = paragraph.repeat(138_000 / paragraph.len());
+    let to: Vec<String> = (0..500).map(|i| format!("r{i}@example.org")).collect();
+    // All but two are refused at RCPT: the sink keeps what it accepts in memory.
+    for rcpt in &to[2..] {
+        w.sink.set_rcpt_reply(rcpt, vec!["550 5.1.1 no such user"]);
+    }
+    let (file_before, (rss_before, _)) = (data_file(&w.dir.0), memory(pid));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let body = json!({"from": "sales@alpha.test", "subject": "Autumn", "html": html,
+                      "type": "campaign", "to": to, "scheduledAt": now + 4_000});
+    let started = Instant::now();
+    let sent = w.send(body).expect(200).json();
+    let took = started.elapsed();
+    let growth = data_file(&w.dir.0).saturating_sub(file_before);
+    let (rss_after, peak) = memory(pid);
+    eprintln!(
+        "campaign of {} bytes to 500: {took:?}; the data file grew by {} KB; RSS {} MB before, \
+         {} MB after, peak {} MB",
+        html.len(),
+        growth / 1024,
+        rss_before / MB,
+        rss_after / MB,
+        peak / MB
+    );
+    assert_eq!(sent["messageIds"].as_array().map(Vec::len), Some(500));
+    // The body is stored once (deflated); what remains are the 500 messages' own records, about
+    // 1.7 KB each whatever the body. redb grows its file by doubling, so the bound leaves room
+    // for that: 16 times the body, where a copy per recipient took 1,170 times.
+    assert!(growth < 16 * html.len() as u64, "the data file grew by {growth} bytes");
+    assert!(peak < rss_before + 50 * MB, "peak RSS {} MB", peak / MB);
+
+    // The two accepted recipients get the whole body, with links and headers of their own.
+    let got = w.sink.wait_for(2, Duration::from_secs(60));
+    let last = sent["messageIds"][499].as_str().expect("id");
+    w.wait_email(last, |e| e["folder"] == "sent");
+    eprintln!("peak RSS once all 500 were rendered and sent: {} MB", memory(pid).1 / MB);
+    let mut tokens = Vec::new();
+    for (copy, rcpt) in got.iter().zip(["r0@example.org", "r1@example.org"]) {
+        let copy = got.iter().find(|m| m.rcpt_to == [rcpt]).unwrap_or(copy);
+        let page = html_part(&copy.data);
+        assert_eq!(page.matches("Our autumn collection").count(), html.matches("Our").count());
+        assert!(!page.contains("shop.example.com"), "links are rewritten");
+        let unsubscribe = header(&copy.data, "List-Unsubscribe").expect("List-Unsubscribe");
+        tokens.push((link(&page, "/t/o/"), link(&page, "/t/c/"), unsubscribe));
+    }
+    assert_ne!(tokens[0], tokens[1], "each recipient has links of its own");
+    // A stored copy reads back whole, as sent.
+    let id = sent["messageIds"][0].as_str().expect("id");
+    let email = w.api().get(&format!("/v1/emails/{id}")).expect(200).json();
+    assert_eq!(email["html"].as_str().map(str::len), Some(html.len()));
+    assert!(email["text"].as_str().is_some_and(|t| t.contains("autumn collection")));
+}
+

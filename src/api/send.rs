@@ -264,10 +264,8 @@ fn messages(
     (due, now): (u64, u64),
 ) -> (Vec<Email>, Option<SentBody>) {
     let html = req.html.take();
-    let text = req
-        .text
-        .take()
-        .unwrap_or_else(|| html.as_deref().map(html_to_text).unwrap_or_default());
+    let text =
+        req.text.take().unwrap_or_else(|| html.as_deref().map(html_to_text).unwrap_or_default());
     let kind = if req.campaign { SendType::Campaign } else { SendType::Transactional };
     let from = crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
     let outbound = |to: Vec<String>, text: String, html: Option<String>| Outbound {

@@ -71,7 +71,9 @@ impl Wtx<'_> {
     /// meanwhile) are left alone.
     pub fn add_engagement(&mut self, counts: &[(String, u32, u32)]) -> Result<()> {
         for (id, opens, clicks) in counts {
-            let Some(mut t) = get_json::<&str, Tracking>(self, TRACKING, id.as_str())? else { continue };
+            let Some(mut t) = get_json::<&str, Tracking>(self, TRACKING, id.as_str())? else {
+                continue;
+            };
             t.opens = t.opens.saturating_add(*opens);
             t.clicks = t.clicks.saturating_add(*clicks);
             self.put_tracking(id, &t)?;
@@ -162,7 +164,9 @@ mod tests {
             })
             .expect("record"); // ok: test
         let events = store
-            .read_blocking(|r| -> Result<_> { Ok(r.tx.open_table(WEBHOOK_EVENTS)?.iter()?.count()) })
+            .read_blocking(|r| -> Result<_> {
+                Ok(r.tx.open_table(WEBHOOK_EVENTS)?.iter()?.count())
+            })
             .expect("events"); // ok: test
         assert_eq!(events, 2, "one opened and one clicked event");
         let t = store.read_blocking(|r| r.tracking("em_1")).expect("read").expect("row"); // ok: test

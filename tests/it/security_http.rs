@@ -256,9 +256,10 @@ fn five_hundred_unauthenticated_megabyte_bodies_are_refused_early_and_memory_sta
     let big = "POST /ui/login HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1048576\r\n\r\n";
     error_object(&exchange(addr, big.as_bytes()), 413, "invalid_request");
     // A body without a length is cut off at the same small limit.
-    let mut chunked = b"POST /api/tools/validate-emails HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+    let mut chunked =
+        b"POST /api/tools/validate-emails HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-        .to_vec();
+            .to_vec();
     for _ in 0..16 {
         chunked.extend_from_slice(b"4000\r\n");
         chunked.extend_from_slice(&[b' '; 0x4000]);
@@ -431,7 +432,8 @@ fn a_replayed_open_pixel_is_one_event_and_one_open_without_a_write_per_hit() {
     };
     assert_eq!(opened(&ada_id), 1, "one email.opened event for Ada's message");
     assert!(growth < MB, "the data file grew by {growth} bytes");
-    let tracking = w.api().get(&format!("/v1/emails/{ada_id}")).expect(200).json()["tracking"].clone();
+    let tracking =
+        w.api().get(&format!("/v1/emails/{ada_id}")).expect(200).json()["tracking"].clone();
     let opens = tracking["opens"].as_u64().unwrap_or(0);
     eprintln!("Ada's message after 4,000 replays: {tracking}");
     assert!((1..=4_000).contains(&opens), "{tracking}");
@@ -506,4 +508,3 @@ fn a_campaign_body_is_stored_once_for_all_its_recipients() {
     assert_eq!(email["html"].as_str().map(str::len), Some(html.len()));
     assert!(email["text"].as_str().is_some_and(|t| t.contains("autumn collection")));
 }
-

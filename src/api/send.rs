@@ -13,7 +13,7 @@ use crate::http::{Ctx, Reply};
 use crate::ids::{new_id, now_ms};
 use crate::mail::outbound::{Extras, Outbound};
 use crate::mail::text::html_to_text;
-use crate::store::{Batch, Email, SendType};
+use crate::store::{Batch, Email, SendType, SentBody};
 
 /// Recipients of one transactional message (it is one message, visible to all of them).
 pub const MAX_TRANSACTIONAL: usize = 50;
@@ -234,40 +234,12 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
     let blocked = screen(&ctx, &domain, &mut req).await?;
     let status = if req.scheduled_at.is_some() { "scheduled" } else { "queued" };
     let due = req.scheduled_at.unwrap_or(now);
-    let from = crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
-    let text = req
-        .text
-        .clone()
-        .unwrap_or_else(|| req.html.as_deref().map(html_to_text).unwrap_or_default());
-    let kind = if req.campaign { SendType::Campaign } else { SendType::Transactional };
-    let compose = |to: Vec<String>, batch: Option<&str>, extras: Extras| -> Email {
-        Outbound {
-            kind,
-            mailbox: mailbox.address.clone(),
-            from: from.clone(),
-            to,
-            subject: req.subject.clone(),
-            text: text.clone(),
-            html: req.html.clone(),
-            in_reply_to: None,
-            batch_id: batch.map(str::to_owned),
-            sequence: None,
-            scheduled_at: req.scheduled_at,
-            due,
-            now,
-        }
-        .into_email_with(extras)
-    };
     let batch_id = req.campaign.then(|| new_id("batch"));
-    let emails: Vec<Email> = if req.campaign {
-        let one = |r: &String| compose(vec![r.clone()], batch_id.as_deref(), req.extras.clone());
-        req.to.iter().map(one).collect()
-    } else {
-        vec![compose(req.to.clone(), None, req.extras.clone())]
-    };
+    let (emails, body) = messages(&mut req, &mailbox, batch_id.as_deref(), (due, now));
     let ids: Vec<String> = emails.iter().map(|e| e.summary.id.clone()).collect();
     let batch = batch_id.as_ref().map(|id| Batch::new(id, &domain, now, emails.len()));
-    commit(&ctx, batch, emails, std::mem::take(&mut req.parts), due).await?;
+    let queued = Queued { batch, emails, parts: std::mem::take(&mut req.parts), body };
+    commit(&ctx, queued, due).await?;
     // Also for scheduled mail: the scheduler may be sleeping past the new due time.
     ctx.app.queue.wake();
     match batch_id {
@@ -281,15 +253,70 @@ pub async fn send(ctx: Ctx) -> Result<Reply> {
     }
 }
 
-/// Queues the messages (and their batch) with their attachments, stored once for all of them.
-async fn commit(
-    ctx: &Ctx,
+/// The messages of a request: one for transactional mail, one per recipient for a campaign.
+/// A campaign's copies are stored without their text and HTML, which are stored once for all of
+/// them (the `SentBody` answered): a large body to 500 recipients is not 500 copies of it, in
+/// memory here nor in the file. Their snippet and size are the body's all the same.
+fn messages(
+    req: &mut Parsed,
+    mailbox: &crate::store::Mailbox,
+    batch_id: Option<&str>,
+    (due, now): (u64, u64),
+) -> (Vec<Email>, Option<SentBody>) {
+    let html = req.html.take();
+    let text =
+        req.text.take().unwrap_or_else(|| html.as_deref().map(html_to_text).unwrap_or_default());
+    let kind = if req.campaign { SendType::Campaign } else { SendType::Transactional };
+    let from = crate::mail::build::from_header(mailbox.display_name.as_deref(), &mailbox.address);
+    let outbound = |to: Vec<String>, text: String, html: Option<String>| Outbound {
+        kind,
+        mailbox: mailbox.address.clone(),
+        from: from.clone(),
+        to,
+        subject: req.subject.clone(),
+        text,
+        html,
+        in_reply_to: None,
+        batch_id: batch_id.map(str::to_owned),
+        sequence: None,
+        scheduled_at: req.scheduled_at,
+        due,
+        now,
+    };
+    if !req.campaign {
+        let email = outbound(req.to.clone(), text, html).into_email_with(req.extras.clone());
+        return (vec![email], None);
+    }
+    let snippet = crate::mail::text::snippet(&text);
+    let size = (text.len() + html.as_ref().map_or(0, String::len)) as u64;
+    let copy = |to: &String| {
+        let mut email =
+            outbound(vec![to.clone()], String::new(), None).into_email_with(req.extras.clone());
+        email.text = None;
+        email.summary.snippet.clone_from(&snippet);
+        email.summary.size += size;
+        email
+    };
+    let emails = req.to.iter().map(copy).collect();
+    (emails, Some(SentBody { text: Some(text), html }))
+}
+
+/// What one send request stores.
+struct Queued {
     batch: Option<Batch>,
     emails: Vec<Email>,
+    /// The attachments' bytes, stored once for all the messages.
     parts: Vec<Vec<u8>>,
-    due: u64,
-) -> Result<()> {
+    /// A campaign's text and HTML, stored once for all its messages.
+    body: Option<SentBody>,
+}
+
+/// Queues the messages (and their batch) with their attachments and campaign body, each stored
+/// once for all of them.
+async fn commit(ctx: &Ctx, queued: Queued, due: u64) -> Result<()> {
+    let Queued { batch, emails, parts, body } = queued;
     let blob = (!parts.is_empty()).then(|| new_id("att"));
+    let body = body.map(|b| (new_id("body"), b));
     ctx.app
         .store
         .write(move |w| -> Result<()> {
@@ -299,10 +326,16 @@ async fn commit(
             if let Some(blob) = &blob {
                 w.put_sent_parts(blob, &parts)?;
             }
+            if let Some((id, body)) = &body {
+                w.put_sent_body(id, body)?;
+            }
             for e in &emails {
                 w.enqueue(e, due)?;
                 if let Some(blob) = &blob {
                     w.share_sent_parts(&e.summary.id, blob)?;
+                }
+                if let Some((id, _)) = &body {
+                    w.share_sent_body(&e.summary.id, id)?;
                 }
             }
             Ok(())

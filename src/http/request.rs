@@ -18,7 +18,8 @@ pub struct Ctx {
     pub query: Option<String>,
     pub body: Bytes,
     pub peer: SocketAddr,
-    /// The request headers, for dashboard pages only (cookies, forwarding); empty otherwise.
+    /// The request headers, for dashboard pages and tracking links only (cookies, forwarding);
+    /// empty otherwise.
     pub headers: hyper::HeaderMap,
 }
 

@@ -202,8 +202,12 @@ async fn dispatch(
     let handler = matched.route.handler;
     let params = matched.params;
     let query = req.uri().query().map(str::to_owned);
-    let headers =
-        if access == Access::Page { req.headers().clone() } else { hyper::HeaderMap::new() };
+    // Pages read their cookies; links the forwarding header of a trusted proxy (their limit is
+    // per client address).
+    let headers = match access {
+        Access::Page | Access::Link => req.headers().clone(),
+        _ => hyper::HeaderMap::new(),
+    };
     // Before a key or a session is known, anyone may be sending: a small limit then.
     let known = principal.is_some() || (access == Access::Page && has_session(app, &headers));
     let (body, _held) = read_body(app, req, (matched.route.path, access), known, budget).await?;

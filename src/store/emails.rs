@@ -273,6 +273,7 @@ impl Wtx<'_> {
             self.adjust_usage(&email.summary.mailbox, 0, email.summary.size)?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
+            self.release_sent_body(id)?;
             self.imap_removed(&place(&email.summary), false)?;
             return Ok(Deleted::Removed);
         }
@@ -336,6 +337,7 @@ impl Wtx<'_> {
             index.remove((mailbox, *folder, *at, id.as_str()))?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
+            self.release_sent_body(id)?;
             let removed = emails.remove(id.as_str())?;
             let removed = removed.as_ref().map(|v| read_doc(id, v.value()));
             if let Some(Ok((Email { next_attempt_at: Some(due), .. }, _))) = removed {
@@ -366,6 +368,15 @@ impl Rtx {
     /// Puts back the bodies and headers a received copy was stored without, from the raw
     /// message stored with it (`inline`) or linked to it.
     fn complete(&self, mut email: Email, inline: Option<KeptRaw>) -> Result<Email> {
+        // A campaign's copy keeps its text and HTML once for all copies (`bodies`).
+        if email.send_type.is_some()
+            && email.text.is_none()
+            && email.html.is_none()
+            && let Some(body) = self.sent_body(&email.summary.id)?
+        {
+            (email.text, email.html) = (body.text, body.html);
+            return Ok(email);
+        }
         let raw = match inline {
             Some(raw) => Some(raw.as_inline().to_vec()?),
             None => self.raw_bodies(&email.summary.id)?,

@@ -36,6 +36,7 @@
 //! - `quota`        the bytes each mailbox holds, counted as its mail comes and goes
 //! - `folder`       the folders of a mailbox
 //! - `imap`         IMAP bookkeeping: UIDVALIDITY, UIDs and flags, kept by the folder index's hooks
+//! - `bodies`       the text and HTML of a campaign, stored once for all its messages
 //! - `parts`        attachments of mail we send, stored once per send request
 //! - `raw`          raw messages, stored once for all their copies
 //! - `email_doc`    the stored form of an email document, with the raw message of a single copy
@@ -51,6 +52,7 @@
 mod attempts;
 mod backup;
 mod batches;
+mod bodies;
 mod cluster;
 mod contacts;
 mod domains;
@@ -103,6 +105,7 @@ use serde::de::DeserializeOwned;
 pub use attempts::Outcome;
 pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
+pub use bodies::SentBody;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
 pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary, received_bodies};

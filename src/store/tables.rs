@@ -113,6 +113,13 @@ pub const SENT_PARTS_OF: TableDefinition<&str, &str> = TableDefinition::new("sen
 /// (blob id, email id) -> (): the messages sharing a blob; the blob goes with its last entry.
 pub const SENT_PARTS_REFS: TableDefinition<(&str, &str), ()> =
     TableDefinition::new("sent_parts_refs");
+/// body id -> `SentBody`: the text and HTML of a campaign, stored once for all its messages.
+pub const SENT_BODIES: TableDefinition<&str, &[u8]> = TableDefinition::new("sent_bodies");
+/// email id -> body id: a message stored without its text and HTML.
+pub const SENT_BODY_OF: TableDefinition<&str, &str> = TableDefinition::new("sent_body_of");
+/// (body id, email id) -> (): the messages sharing a body; the body goes with its last entry.
+pub const SENT_BODY_REFS: TableDefinition<(&str, &str), ()> =
+    TableDefinition::new("sent_body_refs");
 /// (API key id, Idempotency-Key) -> `Idempotent`: a POST's key, the hash of its body and, once it
 /// finished, its answer.
 pub const IDEMPOTENCY: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("idempotency");

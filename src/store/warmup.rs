@@ -104,6 +104,7 @@ impl Wtx<'_> {
             self.adjust_usage(mailbox, 0, email.summary.size)?;
             self.release_raw(id)?;
             self.release_sent_parts(id)?;
+            self.release_sent_body(id)?;
             removed += 1;
         }
         Ok(removed)

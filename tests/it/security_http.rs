@@ -1,17 +1,20 @@
-//! Attacks on the HTTP side (issue 32: 9, 14, 15, 17), each replayed against the real binary
-//! over real sockets and shown refused or bounded: unauthenticated bodies buffered by the
-//! thousand, the keyless deliverability check fanned out, one tenant's logins evicting
-//! everyone's sessions, and private IPv4 addresses hidden inside IPv6 forms.
+//! Attacks on the HTTP side (issue 32: 5, 9, 10, 14, 15, 17), each replayed against the real
+//! binary over real sockets and shown refused or bounded: a campaign body copied per recipient,
+//! unauthenticated bodies buffered by the thousand, an open pixel replayed, the keyless
+//! deliverability check fanned out, one tenant's logins evicting everyone's sessions, and
+//! private IPv4 addresses hidden inside IPv6 forms.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::client::{Resp, parse_response};
 use crate::harness::World;
-use crate::mail_world::MailWorld;
+use crate::mail_world::{MailWorld, header, html_part};
+use crate::webhook_receiver::Receiver;
 
 /// `VmRSS` and `VmHWM` (peak) of a process, in bytes.
 fn memory(pid: u32) -> (u64, u64) {
@@ -24,6 +27,10 @@ fn memory(pid: u32) -> (u64, u64) {
             .map_or(0, |kb| kb * 1024)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn data_file(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join("edgemail.redb")).map_or(0, |m| m.len())
 }
 
 const MB: u64 = 1024 * 1024;
@@ -46,6 +53,12 @@ fn error_object(resp: &Resp, status: u16, code: &str) {
     for field in ["error", "message", "hint", "documentation_url"] {
         assert!(body[field].as_str().is_some_and(|s| !s.is_empty()), "{field} missing: {body}");
     }
+}
+
+/// The path of the first link of `kind` (`/t/o/`, `/t/c/`) in an HTML body.
+fn link(html: &str, kind: &str) -> String {
+    let at = html.find(kind).unwrap_or_else(|| panic!("no {kind} link in {html}"));
+    html[at..].split(['"', '\'', '>', '<', ' ', '\r', '\n']).next().unwrap_or("").to_owned()
 }
 
 // Finding 17: IPv6 forms that embed a private IPv4 address are not public.
@@ -309,4 +322,189 @@ fn five_hundred_unauthenticated_megabyte_bodies_are_refused_early_and_memory_sta
     }
     // Real clients are served throughout.
     w.anonymous().get("/healthz").expect(200);
+}
+
+// Finding 10: a replayed open pixel is one event, one unique open, and no write per hit.
+
+/// Fetches `path` `times` times over one keep-alive connection from `from`; the statuses.
+fn replay(addr: SocketAddr, from: Ipv4Addr, path: &str, times: usize) -> Vec<u16> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("runtime");
+    let mut stream = rt
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::new(from.into(), 0))?;
+            socket.connect(addr).await?.into_std()
+        })
+        .expect("connect from a chosen address");
+    stream.set_nonblocking(false).expect("blocking");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut statuses = Vec::with_capacity(times);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending = Vec::new();
+    for _ in 0..times {
+        stream.write_all(request.as_bytes()).expect("write");
+        // One whole answer: its head, then Content-Length bytes.
+        loop {
+            if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if pending.len() >= end + 4 + length {
+                    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+                    statuses.push(status);
+                    pending.drain(..end + 4 + length);
+                    break;
+                }
+            }
+            let n = stream.read(&mut buf).expect("read");
+            assert!(n > 0, "the server closed the connection");
+            pending.extend_from_slice(&buf[..n]);
+        }
+    }
+    statuses
+}
+
+#[test]
+fn a_replayed_open_pixel_is_one_event_and_one_open_without_a_write_per_hit() {
+    let w = MailWorld::start_with(&[("EDGEMAIL_WEBHOOKS_ALLOW_PRIVATE", "true")], &[]);
+    let receiver = Receiver::start();
+    w.api()
+        .post("/v1/webhooks", json!({"url": receiver.url("/ok"), "events": ["email.opened"]}))
+        .expect(201);
+    let html = "<p>Hello <a href=\"https://shop.example.com/\">shop</a></p>";
+    let sent = w
+        .send(json!({"from": "sales@alpha.test", "subject": "News", "html": html,
+                     "type": "campaign", "to": ["ada@example.org", "bob@example.org"]}))
+        .expect(200)
+        .json();
+    let got = w.sink.wait_for(2, Duration::from_secs(20));
+    let pixel = |rcpt: &str| {
+        let copy = got.iter().find(|m| m.rcpt_to[0] == rcpt).expect("a copy");
+        link(&html_part(&copy.data), "/t/o/")
+    };
+    let (ada, bob) = (pixel("ada@example.org"), pixel("bob@example.org"));
+    let id_of = |rcpt: &str| {
+        sent["messageIds"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|id| w.api().get(&format!("/v1/emails/{id}")).json()["to"][0] == rcpt)
+            .expect("the recipient's message")
+            .to_owned()
+    };
+    let (ada_id, bob_id) = (id_of("ada@example.org"), id_of("bob@example.org"));
+    for id in [&ada_id, &bob_id] {
+        w.wait_status(id, "delivered");
+    }
+
+    // Ada's pixel, 4,000 times from one address over four connections.
+    let file_before = data_file(&w.dir.0);
+    let started = Instant::now();
+    let replays: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, path) = (w.server.addr, ada.clone());
+            std::thread::spawn(move || replay(addr, Ipv4Addr::new(127, 0, 2, 21), &path, 1_000))
+        })
+        .collect();
+    // Meanwhile a real reader elsewhere opens Bob's copy, and is counted.
+    let real = replay(w.server.addr, Ipv4Addr::new(127, 0, 2, 22), &bob, 1);
+    assert_eq!(real, [200]);
+    for statuses in replays.into_iter().map(|t| t.join().expect("replay")) {
+        assert!(statuses.iter().all(|s| *s == 200), "every hit gets its pixel");
+    }
+    let took = started.elapsed();
+    std::thread::sleep(Duration::from_millis(1500));
+    let growth = data_file(&w.dir.0).saturating_sub(file_before);
+    eprintln!("4,000 replays in {took:?}: the data file grew by {growth} bytes");
+
+    receiver.event("email.opened", |d| d["messageId"] == bob_id);
+    let opened = |id: &str| {
+        receiver
+            .hits()
+            .iter()
+            .filter(|h| h.kind() == "email.opened" && h.json()["data"]["messageId"] == id)
+            .count()
+    };
+    assert_eq!(opened(&ada_id), 1, "one email.opened event for Ada's message");
+    assert!(growth < MB, "the data file grew by {growth} bytes");
+    let tracking =
+        w.api().get(&format!("/v1/emails/{ada_id}")).expect(200).json()["tracking"].clone();
+    let opens = tracking["opens"].as_u64().unwrap_or(0);
+    eprintln!("Ada's message after 4,000 replays: {tracking}");
+    assert!((1..=4_000).contains(&opens), "{tracking}");
+    assert!(tracking["firstOpenedAt"].is_u64(), "{tracking}");
+    let bob_tracking = w.api().get(&format!("/v1/emails/{bob_id}")).json()["tracking"].clone();
+    assert_eq!(bob_tracking["opens"], 1, "{bob_tracking}");
+    let batch = sent["batchId"].as_str().expect("batch");
+    let stats = w.api().get(&format!("/v1/campaign-stats?type=batch&batchId={batch}")).json();
+    assert_eq!(stats["batches"][0]["opened"], 2, "unique opens: {stats}");
+}
+
+// Finding 5: a campaign's body is stored once, not once per recipient.
+
+#[test]
+fn a_campaign_body_is_stored_once_for_all_its_recipients() {
+    let w = MailWorld::start();
+    let pid = w.server.child.id();
+    // 138 KB of HTML with a link to rewrite per recipient.
+    let paragraph = "<p>Our autumn collection is here, with <b>new</b> colours and sizes. \
+                     <a href=\"https://shop.example.com/autumn\">Have a look</a>.</p>\n";
+    let html = paragraph.repeat(138_000 / paragraph.len());
+    let to: Vec<String> = (0..500).map(|i| format!("r{i}@example.org")).collect();
+    // All but two are refused at RCPT: the sink keeps what it accepts in memory.
+    for rcpt in &to[2..] {
+        w.sink.set_rcpt_reply(rcpt, vec!["550 5.1.1 no such user"]);
+    }
+    let (file_before, (rss_before, _)) = (data_file(&w.dir.0), memory(pid));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let body = json!({"from": "sales@alpha.test", "subject": "Autumn", "html": html,
+                      "type": "campaign", "to": to, "scheduledAt": now + 4_000});
+    let started = Instant::now();
+    let sent = w.send(body).expect(200).json();
+    let took = started.elapsed();
+    let growth = data_file(&w.dir.0).saturating_sub(file_before);
+    let (rss_after, peak) = memory(pid);
+    eprintln!(
+        "campaign of {} bytes to 500: {took:?}; the data file grew by {} KB; RSS {} MB before, \
+         {} MB after, peak {} MB",
+        html.len(),
+        growth / 1024,
+        rss_before / MB,
+        rss_after / MB,
+        peak / MB
+    );
+    assert_eq!(sent["messageIds"].as_array().map(Vec::len), Some(500));
+    // The body is stored once (deflated); what remains are the 500 messages' own records, about
+    // 1.7 KB each whatever the body. redb grows its file by doubling, so the bound leaves room
+    // for that: 16 times the body, where a copy per recipient took 1,170 times.
+    assert!(growth < 16 * html.len() as u64, "the data file grew by {growth} bytes");
+    assert!(peak < rss_before + 50 * MB, "peak RSS {} MB", peak / MB);
+
+    // The two accepted recipients get the whole body, with links and headers of their own.
+    let got = w.sink.wait_for(2, Duration::from_secs(60));
+    let last = sent["messageIds"][499].as_str().expect("id");
+    w.wait_email(last, |e| e["folder"] == "sent");
+    eprintln!("peak RSS once all 500 were rendered and sent: {} MB", memory(pid).1 / MB);
+    let mut tokens = Vec::new();
+    for (copy, rcpt) in got.iter().zip(["r0@example.org", "r1@example.org"]) {
+        let copy = got.iter().find(|m| m.rcpt_to == [rcpt]).unwrap_or(copy);
+        let page = html_part(&copy.data);
+        assert_eq!(page.matches("Our autumn collection").count(), html.matches("Our").count());
+        assert!(!page.contains("shop.example.com"), "links are rewritten");
+        let unsubscribe = header(&copy.data, "List-Unsubscribe").expect("List-Unsubscribe");
+        tokens.push((link(&page, "/t/o/"), link(&page, "/t/c/"), unsubscribe));
+    }
+    assert_ne!(tokens[0], tokens[1], "each recipient has links of its own");
+    // A stored copy reads back whole, as sent.
+    let id = sent["messageIds"][0].as_str().expect("id");
+    let email = w.api().get(&format!("/v1/emails/{id}")).expect(200).json();
+    assert_eq!(email["html"].as_str().map(str::len), Some(html.len()));
+    assert!(email["text"].as_str().is_some_and(|t| t.contains("autumn collection")));
 }

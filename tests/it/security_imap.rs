@@ -3,7 +3,7 @@
 //! global budget, SEARCH on the async workers (CPU), and failed logins that locked the owner out.
 //! The tests share one server while they run (`fixture`), each on mailboxes and client
 //! addresses (127.0.2.x, where no test runs a server: Linux routes all of 127/8 to lo) of its own; the one that reads the
-//! server's memory has a server to itself.
+//! server's memory and the one that measures the global literal budget have a server each.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -374,7 +374,9 @@ fn large_literals_before_login_are_refused_and_memory_stays_bounded() {
 
 #[test]
 fn literals_past_the_global_budget_are_refused_until_it_frees() {
-    let f = fixture();
+    // A server of its own: the budget is global, and another test's 2 MB APPEND running at the
+    // same time would take from it.
+    let f = Fixture::start(&ENV);
     let (user, password) = f.mailbox("budget");
     let mut a = Client::imap_login(&f, LOCAL, &user, &password);
     let mut b = Client::imap_login(&f, LOCAL, &user, &password);

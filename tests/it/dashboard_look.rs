@@ -1,6 +1,8 @@
 //! How the dashboard looks, in Chromium: the chart reads without colour, every page fits a
 //! 360 px screen without sideways scrolling, dark and light follow the system, and the README's
-//! screenshots (`dist/screenshots/`) are taken here, from fixed data, on every run.
+//! screenshots are taken here, from fixed data, on every run: into the build's scratch directory,
+//! so a test run leaves the checkout untouched, and into `dist/screenshots/` (tracked, shown by
+//! the README) only when `EDGEMAIL_UPDATE_SCREENSHOTS=1` asks for new ones.
 
 use std::path::PathBuf;
 
@@ -57,7 +59,11 @@ fn seed_mail(seed: &Seed) -> String {
 fn screenshot(b: &Browser, name: &str) {
     let png = b.screenshot();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name} is not a PNG");
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dist/screenshots");
+    let dir = if std::env::var_os("EDGEMAIL_UPDATE_SCREENSHOTS").is_some_and(|v| v == "1") {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dist/screenshots")
+    } else {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
+    };
     std::fs::create_dir_all(&dir).expect("screenshots dir");
     std::fs::write(dir.join(name), png).expect("write screenshot");
 }

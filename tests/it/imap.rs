@@ -529,7 +529,7 @@ fn mbsync(f: &Fixture, home: &std::path::Path, config: &std::path::Path) -> Vec<
         .env("HOME", home)
         .args(["-c", &config.display().to_string(), "inbox"])
         .output()
-        .expect("mbsync (isync) is installed by .ci/run");
+        .expect("mbsync (isync) is installed by scripts/test.sh");
     assert!(
         out.status.success(),
         "mbsync failed: {}{}\nserver log:\n{}",

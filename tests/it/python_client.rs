@@ -1,6 +1,6 @@
 //! The Python client that openapi-python-client (from PyPI) generates from schema/openapi.yaml,
 //! run against the real server: `python_client.py` calls every resource through it, and every
-//! answer must parse into the generated model the document names. `.ci/run` installs the
+//! answer must parse into the generated model the document names. `scripts/test.sh` installs the
 //! generator into a venv; without it this test fails and says how to install it.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::dns::Dns;
 use crate::harness::{A, TempDir, World};
 
-/// Where `.ci/run` puts the generator (the same venv as benches/openapi-python-client.sh).
+/// Where `scripts/test.sh` puts the generator (the same venv as benches/openapi-python-client.sh).
 const VENV: &str = "/tmp/edgemail-openapi-client-venv";
 
 fn venv() -> PathBuf {
@@ -30,7 +30,7 @@ fn generate(venv: &Path, dir: &Path) {
     let generator = venv.join("bin/openapi-python-client");
     assert!(
         generator.exists(),
-        "{} is missing: .ci/run installs it; by hand: python3 -m venv {v} && {v}/bin/pip install \
+        "{} is missing: scripts/test.sh installs it; by hand: python3 -m venv {v} && {v}/bin/pip install \
          openapi-python-client ruff",
         generator.display(),
         v = venv.display()

@@ -1,5 +1,5 @@
 //! A small blocking WebDriver client for Debian's `chromedriver` driving headless `chromium`
-//! (installed by `.ci/run`): just the commands the dashboard tests use.
+//! (installed by `scripts/test.sh`): just the commands the dashboard tests use.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -39,7 +39,7 @@ impl Browser {
             let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output();
             assert!(
                 found.is_ok_and(|o| o.status.success()),
-                "{tool} is missing: .ci/run installs it (apt-get install -y chromium chromium-driver)"
+                "{tool} is missing: scripts/test.sh installs it (apt-get install -y chromium chromium-driver)"
             );
         }
         let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);

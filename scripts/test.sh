@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: installs what the tests drive, once (each step is
+# skipped when its tool is already there), then runs `cargo test --release` (extra arguments are
+# passed on, e.g. `scripts/test.sh --test it -- imap`). `.ci/run` calls this same script.
+#
+# The tests drive real peers: msmtp and mbsync (mail clients), Chromium through chromedriver (the
+# dashboard), curl (the README's and docs' commands), openssl, PostgreSQL's initdb and pg_ctl (a
+# throwaway cluster on 127.0.0.1), and a Python client generated from schema/openapi.yaml (a venv
+# with openapi-python-client). Everything runs on 127.0.0.1; only these installs need a network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("${@:2}"); }
+need msmtp msmtp
+need mbsync isync
+need chromedriver chromium chromium-driver
+need curl curl
+need openssl openssl
+need python3 python3 python3-venv
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+if ((${#missing[@]})); then
+  echo "scripts/test.sh: installing ${missing[*]}" >&2
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# The OpenAPI client generator, pinned, in the venv tests/it/python_client.rs looks for.
+venv=/tmp/edgemail-openapi-client-venv
+if ! [ -x "$venv/bin/openapi-python-client" ] || ! [ -x "$venv/bin/ruff" ]; then
+  # Debian's python3 needs python3-venv for ensurepip; without it the venv comes out broken.
+  python3 -m venv "$venv" || {
+    rm -rf "$venv"
+    "${sudo[@]}" apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  }
+  "$venv/bin/pip" install --quiet openapi-python-client==0.29.1 ruff==0.17.6
+fi
+
+cargo test --release "$@"

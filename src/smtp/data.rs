@@ -1,39 +1,52 @@
 //! The DATA phase of an inbound transaction: dot-unstuffing, the end of the message, and the
 //! memory the message may use.
 //!
-//! The message ends only at `<CR><LF>.<CR><LF>`. A bare CR or a bare LF anywhere in the data is
-//! noted and the message refused at its end: servers that end DATA at other sequences (such as
-//! `<LF>.<LF>` or `<CR><LF>.<CR><CR><LF>`) disagree with us about where a message stops, which is
-//! what SMTP smuggling exploits to slip a second, forged message past the first server's checks.
+//! The message ends only at `<CR><LF>.<CR><LF>`: servers that end DATA at other sequences (such
+//! as `<LF>.<LF>` or `<CR><LF>.<CR><CR><LF>`) disagree with us about where a message stops, which
+//! is what SMTP smuggling exploits to slip a second, forged message past the first server's
+//! checks. A bare LF is still taken as the end of a line and stored as CRLF (Postfix 3.9's
+//! `smtpd_forbid_bare_newline = normalize`): scripts that write `\n` line endings (Python's
+//! `sendmail(msg.as_bytes())`, PHP's `mail()`, `sendmail -t`) are common and honest, and a line
+//! begun after a bare LF can never end the message, so it smuggles nothing. A bare CR is noted
+//! and the message refused at its end: no sender writes one on purpose and no reading of it is
+//! safe.
 
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Whether the line being read began after a CRLF (only such a line can end the message) or
+/// after a bare LF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    Crlf,
+    BareLf,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// At the start of a line (after CRLF).
-    LineStart,
+    /// At the start of a line.
+    LineStart(After),
     /// Inside a line.
     Text,
     /// After a CR inside a line.
     Cr,
-    /// After CRLF and a dot.
-    Dot,
-    /// After CRLF, a dot and a CR.
-    DotCr,
+    /// After a dot at the start of a line.
+    Dot(After),
+    /// After a dot at the start of a line and a CR.
+    DotCr(After),
 }
 
 /// Reads the data of one message.
 #[derive(Debug)]
 pub struct DataReader {
     state: State,
-    bare_line_ending: bool,
+    bare_cr: bool,
 }
 
 impl Default for DataReader {
     fn default() -> Self {
-        DataReader { state: State::LineStart, bare_line_ending: false }
+        DataReader { state: State::LineStart(After::Crlf), bare_cr: false }
     }
 }
 
@@ -71,26 +84,36 @@ impl DataReader {
             }
         };
         self.state = match (self.state, b) {
-            (State::LineStart, b'.') => State::Dot,
-            (State::LineStart | State::Text, b'\r') => State::Cr,
+            (State::LineStart(after), b'.') => State::Dot(after),
+            (State::LineStart(_) | State::Text, b'\r') => State::Cr,
             (State::Cr, b'\n') => {
                 push(b"\r\n");
-                State::LineStart
+                State::LineStart(After::Crlf)
             }
-            (State::Dot, b'\r') => State::DotCr,
-            (State::DotCr, b'\n') => return true,
-            (State::Cr | State::DotCr, other) => {
+            (State::LineStart(_) | State::Text, b'\n') => {
+                push(b"\r\n");
+                State::LineStart(After::BareLf)
+            }
+            (State::Dot(after), b'\r') => State::DotCr(after),
+            (State::DotCr(After::Crlf), b'\n') => return true,
+            // A line of one dot that cannot be the end, because the line before it ended in a
+            // bare LF (or it ends in one itself): kept as a line of one dot.
+            (State::DotCr(After::BareLf), b'\n') => {
+                push(b".\r\n");
+                State::LineStart(After::Crlf)
+            }
+            (State::Dot(_), b'\n') => {
+                push(b".\r\n");
+                State::LineStart(After::BareLf)
+            }
+            (State::Cr | State::DotCr(_), other) => {
                 // A CR not followed by LF: kept as data, and the message will be refused.
-                self.bare_line_ending = true;
+                self.bare_cr = true;
                 push(b"\r");
                 self.state = State::Text;
                 return self.step(other, out, keep);
             }
-            (_, b'\n') => {
-                self.bare_line_ending = true;
-                push(b"\n");
-                State::Text
-            }
+            // A dot that starts a line with more on it is a stuffed dot: it goes.
             (_, other) => {
                 push(&[other]);
                 State::Text
@@ -99,9 +122,9 @@ impl DataReader {
         false
     }
 
-    /// Whether the data held a CR or LF that was not part of a CRLF pair.
-    pub fn bare_line_ending(&self) -> bool {
-        self.bare_line_ending
+    /// Whether the data held a CR that was not part of a CRLF pair (the message is refused).
+    pub fn bare_cr(&self) -> bool {
+        self.bare_cr
     }
 }
 
@@ -160,7 +183,7 @@ mod tests {
                 rest.extend(bytes);
             }
         }
-        (done.then_some(out), reader.bare_line_ending(), rest)
+        (done.then_some(out), reader.bare_cr(), rest)
     }
 
     #[test]
@@ -177,21 +200,53 @@ mod tests {
 
     #[test]
     fn smuggling_sequences_do_not_end_the_message() {
-        for attempt in [
-            b"a\r\n.\r\r\nMAIL FROM:<x@y>\r\n".as_slice(),
-            b"a\n.\nMAIL FROM:<x@y>\r\n",
-            b"a\r\n.\nMAIL FROM:<x@y>\r\n",
-            b"a\n.\r\nMAIL FROM:<x@y>\r\n",
-            b"a\r.\rMAIL FROM:<x@y>\r\n",
-        ] {
-            let (msg, bare, _) = read(attempt, 1);
+        // With a bare CR: the message is refused at its real end.
+        for attempt in [b"a\r\n.\r\r\nMAIL FROM:<x@y>\r\n".as_slice(), b"a\r.\rMAIL FROM:<x@y>\r\n"]
+        {
+            let (msg, bare_cr, _) = read(attempt, 1);
             assert_eq!(msg, None, "{:?} ended the message", String::from_utf8_lossy(attempt));
-            assert!(bare, "{:?}", String::from_utf8_lossy(attempt));
+            assert!(bare_cr, "{:?}", String::from_utf8_lossy(attempt));
             let mut whole = attempt.to_vec();
             whole.extend_from_slice(b"\r\n.\r\n");
-            let (msg, bare, _) = read(&whole, 7);
-            assert!(msg.is_some() && bare, "the real end is found and the message refused");
+            let (msg, bare_cr, _) = read(&whole, 7);
+            assert!(msg.is_some() && bare_cr, "the real end is found and the message refused");
         }
+        // With bare LFs only: the would-be end is a line of one dot inside the message, and the
+        // would-be commands after it are text of the same message.
+        for (attempt, kept) in [
+            (b"a\n.\nMAIL FROM:<x@y>\r\n".as_slice(), b"a\r\n.\r\nMAIL FROM:<x@y>\r\n".as_slice()),
+            (b"a\r\n.\nMAIL FROM:<x@y>\r\n", b"a\r\n.\r\nMAIL FROM:<x@y>\r\n"),
+            (b"a\n.\r\nMAIL FROM:<x@y>\r\n", b"a\r\n.\r\nMAIL FROM:<x@y>\r\n"),
+        ] {
+            for chunk in [1, 2, 7] {
+                let (msg, _, _) = read(attempt, chunk);
+                assert_eq!(msg, None, "{:?} ended the message", String::from_utf8_lossy(attempt));
+                let mut whole = attempt.to_vec();
+                whole.extend_from_slice(b".\r\nNOOP\r\n");
+                let (msg, bare_cr, rest) = read(&whole, chunk);
+                assert_eq!(msg.as_deref(), Some(kept), "{:?}", String::from_utf8_lossy(attempt));
+                assert!(!bare_cr);
+                assert_eq!(rest, b"NOOP\r\n");
+            }
+        }
+    }
+
+    #[test]
+    fn bare_lf_lines_are_stored_with_crlf_and_still_unstuffed() {
+        for chunk in [1, 3, 64] {
+            let data = b"Subject: a\n\nline\n..dot\n\nend\r\n.\r\n";
+            let (msg, bare_cr, rest) = read(data, chunk);
+            assert_eq!(
+                msg.as_deref(),
+                Some(b"Subject: a\r\n\r\nline\r\n.dot\r\n\r\nend\r\n".as_slice()),
+                "{chunk}"
+            );
+            assert!(!bare_cr);
+            assert!(rest.is_empty());
+        }
+        // Python's smtplib ends a bytes message that lacks a final CRLF with CRLF . CRLF.
+        let (msg, ..) = read(b"Subject: a\n\nbody\n\r\n.\r\n", 4);
+        assert_eq!(msg.as_deref(), Some(b"Subject: a\r\n\r\nbody\r\n\r\n".as_slice()));
     }
 
     #[test]

@@ -331,13 +331,13 @@ impl Session {
                 if !done {
                     return false;
                 }
-                let bare = reader.bare_line_ending();
+                let bare_cr = reader.bare_cr();
                 let message = std::mem::take(message);
                 let held = held.take();
                 self.mode = Mode::Commands;
-                if bare {
+                if bare_cr {
                     self.errors += 1;
-                    self.out.extend_from_slice(BARE_LINE_ENDING.as_bytes());
+                    self.out.extend_from_slice(BARE_CR.as_bytes());
                     self.transaction.reset();
                 } else {
                     let envelope = Envelope {

@@ -198,17 +198,26 @@ fn forged_dsns_are_refused_at_rcpt_or_bounce_nothing() {
 }
 
 #[test]
-fn smuggled_commands_after_a_bare_line_ending_are_refused_with_the_message() {
+fn smuggled_commands_after_a_bare_line_ending_are_never_commands() {
     let w = MailWorld::start();
     let (mut s, _) = Talk::open(w.server.smtp);
     s.cmd("EHLO mx.example.org");
     let smuggled = "MAIL FROM:<ceo@alpha.test>\r\nRCPT TO:<sales@alpha.test>\r\nDATA\r\n\
                     From: ceo@alpha.test\r\nSubject: forged\r\n\r\nwire the money\r\n";
-    for end in ["\r\n.\r\r\n", "\n.\n", "\r\n.\n", "\n.\r\n"] {
+    // A bare CR: the message is refused whole.
+    for end in ["\r\n.\r\r\n", "\r.\r"] {
         let first = format!("From: a@example.org\r\nSubject: cover\r\n\r\nhello{end}{smuggled}");
         let reply = s.mail("a@example.org", &["sales@alpha.test"], &first);
         assert!(reply.starts_with("550 5.6.11"), "{end:?}: {reply}");
         assert!(inbox(&w, "sales").is_empty(), "{end:?} stored something");
+    }
+    // A bare LF is a line end (Postfix's `normalize`), but a line after one never ends the
+    // message: the would-be end and commands are text of the one message.
+    for (n, end) in ["\n.\n", "\r\n.\n", "\n.\r\n"].into_iter().enumerate() {
+        let first =
+            format!("From: a@example.org\r\nSubject: cover {n}\r\n\r\nhello{end}{smuggled}");
+        let reply = s.mail("a@example.org", &["sales@alpha.test"], &first);
+        assert!(reply.starts_with("250 2.0.0"), "{end:?}: {reply}");
     }
     // The session goes on, in step: each reply below answers its own command, so none of the
     // smuggled commands were answered.
@@ -220,8 +229,54 @@ fn smuggled_commands_after_a_bare_line_ending_are_refused_with_the_message() {
     assert!(reply.starts_with("250 2.0.0"), "{reply}");
     assert!(s.cmd("NOOP").starts_with("250"));
     let list = inbox(&w, "sales");
-    let subjects: Vec<&str> = list.iter().filter_map(|e| e["subject"].as_str()).collect();
-    assert_eq!(subjects, ["clean"]);
+    let mut subjects: Vec<&str> = list.iter().filter_map(|e| e["subject"].as_str()).collect();
+    subjects.sort_unstable();
+    assert_eq!(subjects, ["clean", "cover 0", "cover 1", "cover 2"]);
+    for email in list.iter().filter(|e| e["subject"] != "clean") {
+        let id = email["id"].as_str().expect("id");
+        let raw = w.api().get(&format!("/v1/emails/{id}/raw")).expect(200).text();
+        assert!(raw.contains("hello\r\n.\r\nMAIL FROM:<ceo@alpha.test>\r\n"), "{raw:?}");
+        assert!(!raw.replace("\r\n", "").contains('\n'), "a bare LF was stored: {raw:?}");
+    }
+}
+
+#[test]
+fn a_script_writing_bare_lf_line_endings_is_accepted_and_stored_with_crlf() {
+    let w = MailWorld::start();
+    // Python's smtplib sends a bytes message as it is (dot-stuffed, bare LFs kept), as a
+    // script's `server.sendmail(from, to, msg.as_bytes())` does.
+    let script = r#"
+import smtplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+msg = (b"From: Script <cron@example.org>\nTo: sales@alpha.test\nSubject: nightly report\n"
+       b"Message-ID: <r1@example.org>\n\nAll jobs ran.\n.hidden line\n\nbye\n")
+with smtplib.SMTP(host, int(port), local_hostname="cron.example.org") as s:
+    s.sendmail("cron@example.org", ["sales@alpha.test"], msg)
+print("sent")
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &w.server.smtp.to_string()])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = inbox(&w, "sales");
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["subject"], "nightly report");
+    let id = list[0]["id"].as_str().expect("id");
+    let email = w.api().get(&format!("/v1/emails/{id}")).expect(200).json();
+    assert_eq!(email["from"], "\"Script\" <cron@example.org>", "{email}");
+    assert_eq!(email["text"], "All jobs ran.\n.hidden line\n\nbye\n\n", "{email}");
+    // smtplib ends a message that lacks a final CRLF with one more.
+    let raw = w.api().get(&format!("/v1/emails/{id}/raw")).expect(200).text();
+    assert!(
+        raw.ends_with("Subject: nightly report\r\nMessage-ID: <r1@example.org>\r\n\r\nAll jobs ran.\r\n.hidden line\r\n\r\nbye\r\n\r\n"),
+        "{raw:?}"
+    );
 }
 
 #[test]

@@ -120,18 +120,21 @@ async fn refused_recipients_count_as_errors_and_temporary_refusals_do_not() {
     );
 }
 
+fn smuggle(smuggled: &str) -> String {
+    format!(
+        "Subject: one\r\n\r\na{smuggled}MAIL FROM:<evil@example.org>\r\n\
+         RCPT TO:<sales@alpha.test>\r\nDATA\r\nforged\r\n.\r\n"
+    )
+}
+
 #[tokio::test]
-async fn smuggling_sequences_do_not_end_the_data_and_the_message_is_refused_with_550() {
-    for smuggled in ["\r\n.\r\r\n", "\n.\n", "\r\n.\n", "\n.\r\n", "\r.\r"] {
+async fn smuggling_with_a_bare_cr_does_not_end_the_data_and_the_message_is_refused_with_550() {
+    for smuggled in ["\r\n.\r\r\n", "\r.\r"] {
         let mut c = Conversation::new(cfg(), NO_TLS, Fake::with(&["sales@alpha.test"]));
-        let data = format!(
-            "Subject: one\r\n\r\na{smuggled}MAIL FROM:<evil@example.org>\r\n\
-             RCPT TO:<sales@alpha.test>\r\nDATA\r\nforged\r\n.\r\n"
-        );
         c.run(&[
             "EHLO c.example\r\nMAIL FROM:<a@example.org>\r\nRCPT TO:<sales@alpha.test>\r\n",
             "DATA\r\n",
-            &data,
+            &smuggle(smuggled),
             "NOOP\r\n",
         ])
         .await;
@@ -139,12 +142,42 @@ async fn smuggling_sequences_do_not_end_the_data_and_the_message_is_refused_with
             c.replies()[9..],
             [
                 "S: 354 end data with <CR><LF>.<CR><LF>",
-                "S: 550 5.6.11 bare CR or LF in the message; lines must end with CRLF",
+                "S: 550 5.6.11 bare CR in the message; lines must end with CRLF (or LF)",
                 "S: 250 2.0.0 ok",
             ],
             "{smuggled:?}"
         );
         assert!(c.fake.taken().is_empty(), "{smuggled:?}");
+    }
+}
+
+#[tokio::test]
+async fn smuggling_with_bare_lfs_is_one_message_whose_text_holds_the_would_be_commands() {
+    for smuggled in ["\n.\n", "\r\n.\n", "\n.\r\n"] {
+        let mut c = Conversation::new(cfg(), NO_TLS, Fake::with(&["sales@alpha.test"]));
+        c.run(&[
+            "EHLO c.example\r\nMAIL FROM:<a@example.org>\r\nRCPT TO:<sales@alpha.test>\r\n",
+            "DATA\r\n",
+            &smuggle(smuggled),
+            "NOOP\r\n",
+        ])
+        .await;
+        assert_eq!(
+            c.replies()[9..],
+            [
+                "S: 354 end data with <CR><LF>.<CR><LF>",
+                "S: 250 2.0.0 queued as m1",
+                "S: 250 2.0.0 ok",
+            ],
+            "{smuggled:?}"
+        );
+        let taken = c.fake.taken();
+        assert_eq!(taken.len(), 1, "{smuggled:?}");
+        let text = String::from_utf8_lossy(&taken[0].1);
+        assert!(
+            text.ends_with("a\r\n.\r\nMAIL FROM:<evil@example.org>\r\nRCPT TO:<sales@alpha.test>\r\nDATA\r\nforged\r\n"),
+            "{smuggled:?}: {text:?}"
+        );
     }
 }
 

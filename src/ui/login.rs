@@ -36,7 +36,7 @@ fn login_page(ctx: &Ctx, status: StatusCode, error: Option<&str>) -> Reply {
                 input #key type="password" name="key" autocomplete="current-password" required;
                 button type="submit" { "Log in" }
             }
-            p.muted { "Create a key with " code { "edgemail key create --domain example.com" } "." }
+            p.muted { "Create a key with " code { "edgemail key create --name dashboard --domain example.com" } "." }
         },
     );
     let cookie = session::set_cookie(ctx, csrf::LOGIN_COOKIE, &token, 3600);

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::client::{Client, Resp};
 use crate::dashboard_mail::log_in;
-use crate::harness::{A, World};
+use crate::harness::{A, World, cli};
 use crate::webdriver::{Browser, ENTER, TAB};
 
 /// Every page of the navigation: path and the heading it shows.
@@ -171,6 +171,27 @@ fn login_sets_a_strict_session_cookie_and_every_page_has_the_navigation() {
     v.post("/ui/logout", &format!("csrf={token}")).expect(303);
     v.cookies = stale;
     assert_eq!(v.get("/ui/overview").expect(303).header("location"), Some("/ui/login"));
+}
+
+#[test]
+fn the_login_pages_hint_is_a_command_that_makes_a_key_that_logs_in() {
+    let world = World::start();
+    let mut v = Visitor::new(world.server.addr);
+    let form = v.get("/ui/login").expect(200).text();
+    let at = form.find("<code>edgemail ").expect("a command in the hint") + "<code>".len();
+    let command = &form[at..at + form[at..].find("</code>").expect("</code>")];
+    // The hint's domain stands for the user's own; everything else is run as printed.
+    let args: Vec<&str> = command
+        .split_whitespace()
+        .skip(1)
+        .map(|a| if a == "example.com" { A } else { a })
+        .collect();
+    let data = world._dir.0.to_str().expect("utf-8 path");
+    let (ok, stdout, stderr) = cli(&[&args[..], &["--data", data]].concat());
+    assert!(ok, "`{command}` failed: {stderr}");
+    let key = stdout.lines().last().expect("the key").trim().to_owned();
+    assert!(key.starts_with("em_"), "{stdout}");
+    assert_eq!(v.login(&key).expect(303).header("location"), Some("/ui/overview"));
 }
 
 #[test]

@@ -8,6 +8,8 @@
 //! request. So a report asks about at most `MAX_MX_HOSTS` hosts (by preference), takes at most
 //! `MAX_ADDRESSES` addresses (ours first) and asks at most `MAX_QUESTIONS` questions; what is
 //! left out is named in the detail and makes the check a `warn` (not known, so not a pass).
+//! When not one question could be answered (no list configured, nothing to ask about, every
+//! list silent or refusing) the check is `unknown`, never a `pass`.
 
 use std::net::IpAddr;
 
@@ -99,7 +101,7 @@ pub async fn check<R: Resolve>(r: &R, ctx: &Context<'_>, deadline: Instant) -> B
     let checked: Vec<String> = ctx.zones.iter().map(|z| z.name.clone()).collect();
     if ctx.zones.is_empty() {
         f.fact("no blacklist zones are configured (health.dnsbl_zones)");
-        return finish(f, checked, Vec::new());
+        return finish(f, checked, Vec::new(), 0);
     }
     let mut skipped = Skipped::default();
     let by_host = mx_addresses(r, ctx.domain, deadline, &mut f, &mut skipped).await;
@@ -113,7 +115,11 @@ pub async fn check<R: Resolve>(r: &R, ctx: &Context<'_>, deadline: Instant) -> B
     )
     .await;
     let mut listed_on: Vec<String> = Vec::new();
+    let mut answered = 0;
     for ((subject, _, zone), answer) in questions.iter().zip(answers) {
+        if matches!(answer, Answer::Nothing) || is_listed(&answer) {
+            answered += 1;
+        }
         match answer {
             Answer::Found(codes) if codes.iter().any(is_listing) => {
                 let codes: Vec<String> = codes.iter().map(IpAddr::to_string).collect();
@@ -153,10 +159,16 @@ pub async fn check<R: Resolve>(r: &R, ctx: &Context<'_>, deadline: Instant) -> B
     if !subjects.is_empty() {
         f.fact(format!("checked {} on {} lists", subjects.join(", "), checked.len()));
     }
-    if listed_on.is_empty() && f.status() == super::Status::Pass {
+    if answered == 0 {
+        f.fact("no list answered a question, so nothing is known");
+    } else if listed_on.is_empty() && f.status() == super::Status::Pass {
         f.fact("not listed");
     }
-    finish(f, checked, listed_on)
+    finish(f, checked, listed_on, answered)
+}
+
+fn is_listed(answer: &Answer<Vec<IpAddr>>) -> bool {
+    matches!(answer, Answer::Found(codes) if codes.iter().any(is_listing))
 }
 
 /// The questions to ask, `(subject, name, zone)`: zone by zone, the domain of a domain list or
@@ -181,9 +193,16 @@ fn questions<'z>(ctx: &'z Context<'_>, ips: &[IpAddr]) -> (Vec<(String, String, 
     (all, left_out)
 }
 
-fn finish(f: Findings, checked: Vec<String>, listed_on: Vec<String>) -> Blacklists {
+/// The check; `answered` counts the questions a list answered (listed or not listed).
+fn finish(
+    f: Findings,
+    checked: Vec<String>,
+    listed_on: Vec<String>,
+    answered: usize,
+) -> Blacklists {
+    let status = if answered == 0 { super::Status::Unknown } else { f.status() };
     Blacklists {
-        status: f.status(),
+        status,
         listed: !listed_on.is_empty(),
         checked,
         listed_on,

@@ -43,6 +43,9 @@ pub struct Weights {
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
+    /// Nothing could be checked (blacklists: no list configured or none answered): not a
+    /// pass, and scored as a warning. Ordered below `Warn` so a check's worst issue still shows.
+    Unknown,
     Warn,
     Fail,
 }
@@ -224,7 +227,7 @@ pub fn score(parts: [(Status, u32); 5]) -> u32 {
             weight
                 * match status {
                     Status::Pass => 2,
-                    Status::Warn => 1,
+                    Status::Unknown | Status::Warn => 1,
                     Status::Fail => 0,
                 }
         })

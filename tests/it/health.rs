@@ -278,3 +278,33 @@ fn the_relay_must_be_authorized_and_no_sending_addresses_fails_nothing() {
     assert_eq!(status(&report, "spf"), "pass", "{report:#}");
     assert!(text(&report, "spf", "detail").contains("delivery.sending_ips"), "{report:#}");
 }
+
+#[test]
+fn blacklists_are_unknown_when_no_list_is_configured_or_none_answers() {
+    let unconfigured = start_with(&[
+        ("EDGEMAIL_DELIVERY_SENDING_IPS", SENDING_IP),
+        ("EDGEMAIL_HEALTH_DNSBL_ZONES", ""),
+    ]);
+    let report = unconfigured.health(GOOD);
+    assert_eq!(status(&report, "blacklists"), "unknown", "{report:#}");
+    assert_eq!(report["blacklists"]["checked"], json!([]), "{report:#}");
+    assert_eq!(report["blacklists"]["listed"], false);
+    assert!(text(&report, "blacklists", "detail").contains("no blacklist zones"), "{report:#}");
+    // Unknown earns half the blacklists' 15 points, as a warning does.
+    assert_eq!(report["score"], 92, "{report:#}");
+
+    // Both lists hang on every question about the domain and its addresses.
+    let f = start();
+    f.dns.set_timeout(&format!("{GOOD}.dbl.test"));
+    f.dns.set_timeout("25.2.0.192.bl.test");
+    let silent = f.health(GOOD);
+    assert_eq!(status(&silent, "blacklists"), "unknown", "{silent:#}");
+    assert!(text(&silent, "blacklists", "detail").contains("nothing is known"), "{silent:#}");
+    assert_eq!(silent["score"], 92, "{silent:#}");
+    // One list answering is enough to know something: a pass for the other would be a guess,
+    // so the silent one stays a warning.
+    let f = start();
+    f.dns.set_timeout(&format!("{GOOD}.dbl.test"));
+    let half = f.health(GOOD);
+    assert_eq!(status(&half, "blacklists"), "warn", "{half:#}");
+}

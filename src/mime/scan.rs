@@ -58,7 +58,9 @@ fn quick_ok(s: &Survey, limits: Limits) -> bool {
 fn walk_until_fits(raw: &[u8], limits: Limits, opaque: &mut BTreeSet<usize>) -> bool {
     for _ in 0..MAX_WALKS {
         match Walk::new(raw, limits, opaque).run() {
-            Ok(()) => return true,
+            Ok(Settled::Yes) => return true,
+            // A digest's part just made opaque is now read as a message: walk it as one.
+            Ok(Settled::Rewalk) => {}
             Err(Some(at)) => opaque.extend(at),
             Err(None) => return false,
         }
@@ -92,6 +94,10 @@ enum Frame {
 struct Block {
     content_types: Vec<usize>,
     content_type: Option<Vec<u8>>,
+    /// The Content-Transfer-Encoding fields: made opaque (their first 12 bytes renamed) with
+    /// the Content-Type of a digest's part, which stays a message by default and would
+    /// otherwise still be decoded and parsed.
+    encodings: Vec<usize>,
     encoding: Vec<u8>,
     last: Option<Field>,
 }
@@ -101,6 +107,14 @@ struct Encoded {
     at: Vec<usize>,
     body: usize,
     base64: bool,
+    /// A digest's part: made opaque, it is still a message, whose text must then be walked.
+    in_digest: bool,
+}
+
+/// How a walk that stayed within the part limit ended.
+enum Settled {
+    Yes,
+    Rewalk,
 }
 
 struct Walk<'a> {
@@ -112,6 +126,7 @@ struct Walk<'a> {
     in_headers: bool,
     block: Block,
     encoded: Option<Encoded>,
+    rewalk: bool,
 }
 
 /// A walk ends over the part limit with the fields of the outermost multipart to make opaque.
@@ -120,10 +135,11 @@ type Over = Option<Vec<usize>>;
 impl<'a> Walk<'a> {
     fn new(raw: &'a [u8], limits: Limits, opaque: &'a mut BTreeSet<usize>) -> Walk<'a> {
         let (frames, block, encoded) = (Vec::new(), Block::default(), None);
-        Walk { raw, limits, opaque, frames, parts: 1, in_headers: true, block, encoded }
+        let rewalk = false;
+        Walk { raw, limits, opaque, frames, parts: 1, in_headers: true, block, encoded, rewalk }
     }
 
-    fn run(mut self) -> Result<(), Over> {
+    fn run(mut self) -> Result<Settled, Over> {
         for line in fields::lines(self.raw) {
             if self.in_headers && !line.text.starts_with(b"--") {
                 self.header_line(line);
@@ -155,7 +171,7 @@ impl<'a> Walk<'a> {
             self.end_block(self.raw.len());
         }
         self.finish_encoded(self.raw.len());
-        Ok(())
+        Ok(if self.rewalk { Settled::Rewalk } else { Settled::Yes })
     }
 
     fn header_line(&mut self, line: Line<'_>) {
@@ -186,7 +202,14 @@ impl<'a> Walk<'a> {
                 self.block.content_types.push(line.at);
                 self.block.content_type = Some(value.to_vec());
             }
-            Field::TransferEncoding => self.block.encoding = value.to_vec(),
+            Field::TransferEncoding if self.opaque.contains(&line.at) => {
+                self.block.last = None;
+                return;
+            }
+            Field::TransferEncoding => {
+                self.block.encodings.push(line.at);
+                self.block.encoding = value.to_vec();
+            }
             Field::Other => {}
         }
         self.block.last = Some(field);
@@ -197,7 +220,6 @@ impl<'a> Walk<'a> {
     fn end_block(&mut self, body: usize) {
         let block = std::mem::take(&mut self.block);
         self.in_headers = false;
-        let at = block.content_types;
         let in_digest = matches!(self.frames.last(), Some(Frame::Multipart { digest: true, .. }));
         let kind = match &block.content_type {
             Some(value) => fields::kind(value),
@@ -205,38 +227,56 @@ impl<'a> Walk<'a> {
             None => Kind::Leaf,
         };
         let depth = self.frames.len();
+        let decoded = fields::is_decoded(&block.encoding);
         match kind {
             Kind::Multipart { boundary, digest } => {
                 // A digest's parts are messages without a field of their own to make opaque:
                 // it needs room for them too.
                 let room = if digest { 2 } else { 1 };
-                if depth + room > self.limits.depth {
-                    self.opaque.extend(at);
-                } else {
+                if depth + room <= self.limits.depth {
+                    let at = block.content_types;
                     self.frames.push(Frame::Multipart { boundary, digest, at });
+                    return;
                 }
             }
-            Kind::Message if fields::is_decoded(&block.encoding) => {
-                if depth + 1 > self.limits.depth || self.limits.decoded == 0 {
-                    self.opaque.extend(at);
-                } else {
+            Kind::Message if decoded => {
+                if depth < self.limits.depth && self.limits.decoded > 0 {
                     let base64 = fields::is_base64(&block.encoding);
-                    self.encoded = Some(Encoded { at, body, base64 });
+                    // In a digest, the part stays a message when its Content-Type goes: its
+                    // encoding must go with it.
+                    let mut at = block.content_types;
+                    if in_digest {
+                        at.extend(&block.encodings);
+                    }
+                    self.encoded = Some(Encoded { at, body, base64, in_digest });
+                    return;
                 }
             }
             Kind::Message => {
-                if depth + 1 > self.limits.depth {
-                    // A digest's part without a field of its own cannot be made opaque; the
-                    // digest itself left room for it.
-                    self.opaque.extend(at);
-                } else {
-                    self.frames.push(Frame::Message);
-                    self.parts += 1;
-                    self.in_headers = true;
+                if depth < self.limits.depth {
+                    self.open_message();
+                    return;
                 }
             }
-            Kind::Leaf => {}
+            Kind::Leaf => return,
         }
+        // Too deep: the part is made opaque.
+        self.opaque.extend(block.content_types);
+        if in_digest {
+            // Without a Content-Type a digest's part is still a message (the digest left room
+            // for it), read as it stands once its encoding is opaque too.
+            self.opaque.extend(block.encodings);
+            if depth < self.limits.depth {
+                self.open_message();
+            }
+        }
+    }
+
+    /// An attached message begins: its header block follows.
+    fn open_message(&mut self) {
+        self.frames.push(Frame::Message);
+        self.parts += 1;
+        self.in_headers = true;
     }
 
     /// An attached message under a transfer encoding ends at `end`: its decoded bytes must fit
@@ -253,20 +293,21 @@ impl<'a> Walk<'a> {
         // Bytes that do not decode here are opaque too: the parser might still read them.
         if !decoded.is_some_and(|d| fits(&d, left)) {
             self.opaque.extend(e.at);
+            self.rewalk |= e.in_digest;
         }
     }
 
-    /// Which open multipart a `--` line delimits (the innermost that matches), and whether it
-    /// closes it.
+    /// Whether a `--` line delimits the innermost open multipart (its index), and whether it
+    /// closes it. Only the innermost counts, by prefix, as the parser seeks only the boundary of
+    /// the part it is in: `--b99` inside `b98` does not end an outer `b9`.
     fn delimiter(&self, text: &[u8]) -> Option<(usize, bool)> {
         let rest = text.strip_prefix(b"--")?;
-        self.frames.iter().enumerate().rev().find_map(|(i, f)| match f {
-            Frame::Multipart { boundary, .. } => {
-                let after = rest.strip_prefix(boundary.as_slice())?;
-                Some((i, after.starts_with(b"--")))
-            }
+        let (i, boundary) = self.frames.iter().enumerate().rev().find_map(|(i, f)| match f {
+            Frame::Multipart { boundary, .. } => Some((i, boundary)),
             Frame::Message => None,
-        })
+        })?;
+        let after = rest.strip_prefix(boundary.as_slice())?;
+        Some((i, after.starts_with(b"--")))
     }
 
     fn outermost_multipart(&self) -> Over {

@@ -141,3 +141,53 @@ fn parts_past_the_limit_are_not_split() {
     let (_, parts, _, flat) = parse_on_small_stack(raw);
     assert!(parts <= MAX_PARTS && flat <= MAX_PARTS, "{parts} {flat}");
 }
+
+fn nested_digests(levels: usize) -> Vec<u8> {
+    let mut m = b"Subject: fuzz\r\n".to_vec();
+    for j in 0..levels {
+        m.extend(
+            format!("Content-Type: multipart/digest; boundary=b{j}\r\n\r\n--b{j}\r\n").bytes(),
+        );
+    }
+    m.extend_from_slice(b"Subject: bottom\r\n\r\nbottom\r\n");
+    for j in (0..levels).rev() {
+        m.extend(format!("--b{j}--\r\n").bytes());
+    }
+    m
+}
+
+#[test]
+fn digests_nested_past_the_limit_stop_at_it() {
+    for levels in [99, 100, 101, 150, 499, 500, 501, 600, 5121] {
+        let (depth, _, _, _) = parse_on_small_stack(nested_digests(levels));
+        assert!(depth <= MAX_DEPTH + 1, "{levels} levels: depth {depth}");
+    }
+}
+
+/// Digests down to `levels`, whose deepest part is an attached message under quoted-printable
+/// holding 200 more attached messages.
+fn digests_over_an_encoded_message(levels: usize) -> Vec<u8> {
+    let mut m = b"Subject: top\r\n".to_vec();
+    for j in 0..levels {
+        m.extend(
+            format!("Content-Type: multipart/digest; boundary=d{j}\r\n\r\n--d{j}\r\n").bytes(),
+        );
+    }
+    m.extend_from_slice(
+        b"Content-Type: message/rfc822\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n",
+    );
+    m.extend(nested_messages(200));
+    for j in (0..levels).rev() {
+        m.extend(format!("--d{j}--\r\n").bytes());
+    }
+    m
+}
+
+#[test]
+fn an_encoded_message_in_a_digest_at_the_limit_is_read_as_it_stands() {
+    for levels in [97, 98, 99, 100, 120] {
+        let (depth, _, limited, _) = parse_on_small_stack(digests_over_an_encoded_message(levels));
+        assert!(depth <= MAX_DEPTH + 1, "{levels} levels: depth {depth}");
+        assert!(limited, "{levels}");
+    }
+}

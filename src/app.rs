@@ -57,6 +57,7 @@ impl Server {
             public_url: config.public_url(),
             grace: config.http.shutdown_grace,
             node: node.clone(),
+            sequences: sequences_wake.clone(),
         });
         let sequences = Arc::new(crate::sequences::Deps {
             store: store.clone(),

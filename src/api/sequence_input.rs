@@ -218,17 +218,32 @@ fn parse_step(i: usize, s: StepInput) -> Result<Step> {
                     "put the wait in a separate delay step",
                 ));
             }
-            if let Some(variants) = s.variants {
-                if s.subject.is_some() || s.html.is_some() {
-                    return Err(Error::invalid(
-                        format!(
-                            "`{}` and `{}` go inside each variant when `{}` is given",
-                            field("subject"),
-                            field("html"),
-                            field("variants")
-                        ),
-                        "give each variant its own subject and html",
-                    ));
+            if let Some(mut variants) = s.variants {
+                // The spec's own fields are always accepted beside `variants`: as one of the
+                // variants when they repeat it (a step read back and sent again), else as the
+                // first variant.
+                match (s.subject, s.html) {
+                    (None, None) => {}
+                    (Some(subject), Some(html)) => {
+                        if !variants.iter().any(|v| v.subject == subject && v.html == html) {
+                            variants.insert(0, VariantInput { subject, html });
+                        }
+                    }
+                    (subject, _) => {
+                        let (given, missing) = match subject {
+                            Some(_) => ("subject", "html"),
+                            None => ("html", "subject"),
+                        };
+                        return Err(Error::invalid(
+                            format!(
+                                "`{}` needs `{}` beside `{}`",
+                                field(given),
+                                field(missing),
+                                field("variants")
+                            ),
+                            "give both (they become the first variant) or neither",
+                        ));
+                    }
                 }
                 return variant_step(&field("variants"), variants);
             }
@@ -276,12 +291,10 @@ fn variant_step(field: &str, variants: Vec<VariantInput>) -> Result<Step> {
     for (j, v) in variants.iter().enumerate() {
         message(&format!("{field}[{j}]."), &v.subject, &v.html)?;
     }
-    let variants = variants.into_iter().map(|v| Variant { subject: v.subject, html: v.html });
-    Ok(Step::SendEmail {
-        subject: String::new(),
-        html: String::new(),
-        variants: variants.collect(),
-    })
+    let variants: Vec<Variant> =
+        variants.into_iter().map(|v| Variant { subject: v.subject, html: v.html }).collect();
+    let (subject, html) = (variants[0].subject.clone(), variants[0].html.clone());
+    Ok(Step::SendEmail { subject, html, variants })
 }
 
 /// A subject and body under `prefix` (`steps[1].` or `steps[1].variants[0].`).

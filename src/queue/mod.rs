@@ -45,6 +45,8 @@ pub struct Deps {
     pub grace: Duration,
     /// On a shared store, a message is delivered by the node that claimed it.
     pub node: Arc<crate::cluster::Node>,
+    /// Wakes the sequence engine when a follow-up that waited for a delivery is due.
+    pub sequences: crate::wake::Wake,
 }
 
 impl Deps {
@@ -329,7 +331,7 @@ async fn finish(
     loop {
         let (email, held_outcomes, local) = (id.to_owned(), outcomes.clone(), local.clone());
         let node = node.clone();
-        let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<()> {
+        let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<bool> {
             if let Some(node) = &node {
                 if !w.holds_claim(&email, node, now_ms())? {
                     return Err(crate::store::Error::Conflict(LEASE_LOST.into()).into());
@@ -358,7 +360,9 @@ async fn finish(
                 return Ok(());
             }
             done => {
-                done.map_err(Error::Commit)?;
+                if done.map_err(Error::Commit)? {
+                    app.sequences.wake();
+                }
                 for (recipient, outcome) in outcomes.iter() {
                     crate::metrics::delivery(outcome.result());
                     // One line per recipient and attempt; the field names are a contract (README).

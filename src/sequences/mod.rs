@@ -4,6 +4,7 @@
 //! Enrollments waiting on a delay are not looked at until their time comes.
 
 pub mod merge;
+mod previous;
 mod sender;
 pub mod window;
 
@@ -127,11 +128,17 @@ fn advance(
             w.transition(e, sequence, EnrollmentStatus::Completed, now)?;
             return Ok(sent);
         };
-        if matches!(step, Step::SendEmail { .. })
-            && let Some(open) = window_wait(sequence, e, now)
-        {
-            w.schedule_enrollment(e, open)?;
-            return Ok(sent);
+        if matches!(step, Step::SendEmail { .. }) {
+            if let Some(again) = previous::wait(w, e, now)? {
+                e.awaiting_delivery = true;
+                w.schedule_enrollment(e, again)?;
+                return Ok(sent);
+            }
+            e.awaiting_delivery = false;
+            if let Some(open) = window_wait(sequence, e, now) {
+                w.schedule_enrollment(e, open)?;
+                return Ok(sent);
+            }
         }
         let index = e.step;
         e.step += 1;

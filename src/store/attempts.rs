@@ -66,20 +66,22 @@ impl Outcome {
 
 impl Wtx<'_> {
     /// Commits the outcome of an attempt made under the queue entry `(due, id)`. An entry that is
-    /// gone means the message was cancelled or deleted meanwhile: the outcome is dropped.
+    /// gone means the message was cancelled or deleted meanwhile: the outcome is dropped. True
+    /// when a sequence's follow-up that waited for this message is now due.
     pub fn finish_attempt(
         &mut self,
         id: &str,
         due: u64,
         outcomes: &[(String, Outcome)],
         retry_at: u64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         if self.tx.open_table(QUEUE)?.remove((due, id))?.is_none() {
-            return Ok(());
+            return Ok(false);
         }
         let Some(mut email) = self.load_email(id)? else {
-            return Ok(());
+            return Ok(false);
         };
+        let mut resumed = false;
         let before = email.summary.clone();
         let now = crate::ids::now_ms();
         let domain = email.domain().to_owned();
@@ -131,6 +133,9 @@ impl Wtx<'_> {
         if email.all_final() {
             email.next_attempt_at = None;
             email.summary.folder = Folder::once_sent(email.summary.folder);
+            // A follow-up held back for this message goes now (an enrollment the outcome
+            // ended stays ended).
+            resumed = self.resume_after_delivery(&email, now)?;
         } else {
             email.next_attempt_at = Some(retry_at);
             self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
@@ -155,6 +160,6 @@ impl Wtx<'_> {
                 outcome_data(&email, &recipient, kind, outcome.response(), next)
             })?;
         }
-        Ok(())
+        Ok(resumed)
     }
 }

@@ -84,3 +84,53 @@ fn a_message_from_the_contact_without_threading_headers_is_a_reply() {
     std::thread::sleep(Duration::from_millis(3000));
     assert_eq!(sent_to(&w, "ada@example.org"), 1, "the follow-up is not sent after a reply");
 }
+
+#[test]
+fn a_follow_up_waits_until_the_message_before_it_is_delivered() {
+    let w = MailWorld::start_with(&[("EDGEMAIL_DELIVERY_RETRY_INITIAL", "1s")], &[]);
+    // The first two attempts are deferred; the third is taken.
+    w.sink.set_rcpt_reply("slow@example.org", vec!["451 4.3.0 try again later"; 2]);
+    let id = two_touches(&w, 200);
+    enroll(&w, &id, "slow@example.org");
+    // Messages still being delivered are in the outbox, then in sent.
+    let sent = || {
+        let mut all = Vec::new();
+        for folder in ["outbox", "sent"] {
+            let path = format!("/v1/emails?mailbox=sales@alpha.test&folder={folder}");
+            all.extend(
+                w.api().get(&path).expect(200).json().as_array().cloned().unwrap_or_default(),
+            );
+        }
+        all
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let first = loop {
+        let list = sent();
+        if let Some(first) = list.iter().find(|e| e["status"] == "deferred") {
+            break first["id"].as_str().expect("id").to_owned();
+        }
+        assert!(Instant::now() < deadline, "the first step was never deferred: {list:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The delay has long passed, but the first message is still being retried: no follow-up.
+    std::thread::sleep(Duration::from_millis(700));
+    let list = sent();
+    assert_eq!(list.len(), 1, "the follow-up went while the first was deferred: {list:?}");
+    assert_eq!(sent_to(&w, "slow@example.org"), 0);
+
+    // Once the first is delivered, the follow-up goes, after it.
+    let got = w.sink.wait_for(2, Duration::from_secs(20));
+    let subjects: Vec<String> = got
+        .iter()
+        .map(|m| crate::mail_world::header(&m.data, "Subject").unwrap_or_default())
+        .collect();
+    assert_eq!(subjects, ["Hello", "Re: Hello"]);
+    let delivered = w.api().get(&format!("/v1/emails/{first}")).expect(200).json();
+    assert_eq!(delivered["status"], "delivered", "{delivered}");
+    let delivered_at = delivered["deliveries"][0]["updatedAt"].as_u64().expect("updatedAt");
+    let list = sent();
+    let second = list.iter().find(|e| e["id"] != first.as_str()).expect("the follow-up");
+    let queued_at = second["createdAt"].as_u64().expect("createdAt");
+    assert!(queued_at >= delivered_at, "queued at {queued_at}, before {delivered_at}");
+    wait_stats(&w, &id, |s| s["completed"] == 1);
+}

@@ -265,9 +265,23 @@ fn the_new_fields_are_checked_and_each_refusal_names_its_field() {
     error_names(with_steps(one(json!([v("A"), v("")]))), "steps[0].variants[1].subject");
     let no_html = json!([v("A"), {"subject": "B", "html": " "}]);
     error_names(with_steps(one(no_html)), "steps[0].variants[1].html");
-    let both = json!([{"type": "send_email", "subject": "A", "html": "<p>a</p>",
+    // The spec's subject and html beside variants: one of them, or the first variant.
+    let again = json!([{"type": "send_email", "subject": "A", "html": "<p>x</p>",
+                        "variants": [v("A"), v("B")]}]);
+    let made = with_steps(again).expect(201).json();
+    assert_eq!(made["steps"][0]["variants"], json!([v("A"), v("B")]), "{made}");
+    assert_eq!(
+        (&made["steps"][0]["subject"], &made["steps"][0]["html"]),
+        (&json!("A"), &json!("<p>x</p>"))
+    );
+    let spec = json!([{"type": "send_email", "subject": "S", "html": "<p>s</p>",
                        "variants": [v("A"), v("B")]}]);
-    error_names(with_steps(both), "steps[0].variants");
+    let made = with_steps(spec).expect(201).json();
+    let first = json!({"subject": "S", "html": "<p>s</p>"});
+    assert_eq!(made["steps"][0]["variants"], json!([first, v("A"), v("B")]), "{made}");
+    assert_eq!(made["steps"][0]["subject"], "S", "{made}");
+    let half = json!([{"type": "send_email", "subject": "S", "variants": [v("A"), v("B")]}]);
+    error_names(with_steps(half), "steps[0].html");
     let first = json!({"type": "send_email", "subject": "A", "html": "<p>a</p>"});
     let on_delay = json!([first, {"type": "delay", "delayMs": 5, "variants": [v("A"), v("B")]}]);
     error_names(with_steps(on_delay), "steps[1]");

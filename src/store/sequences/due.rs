@@ -1,6 +1,7 @@
 //! The due index: an enrollment waiting for its next step sits in `ENROLLMENTS_DUE` under its due
 //! time, so the engine's work is one range read of what is due.
 
+use super::super::Email;
 use super::super::error::Result;
 use super::super::kv::ReadableTable;
 use super::super::tables::*;
@@ -18,6 +19,27 @@ impl Wtx<'_> {
             return Ok(None);
         }
         self.load_enrollment(id)
+    }
+
+    /// The enrollment of `email`, when it waits for that message to be final (it now is): its
+    /// next step comes due at `now`. True when it did.
+    pub(in crate::store) fn resume_after_delivery(
+        &mut self,
+        email: &Email,
+        now: u64,
+    ) -> Result<bool> {
+        let Some(id) = &email.enrollment_id else { return Ok(false) };
+        let Some(mut e) = self.load_enrollment(id)? else { return Ok(false) };
+        let waiting = e.status.is_active()
+            && e.awaiting_delivery
+            && !e.parked
+            && e.last_email.as_deref() == Some(email.summary.id.as_str());
+        let Some(due) = e.due.filter(|due| waiting && *due > now) else { return Ok(false) };
+        self.tx.open_table(ENROLLMENTS_DUE)?.remove((due, e.id.as_str()))?;
+        e.awaiting_delivery = false;
+        self.schedule_enrollment(&mut e, now)?;
+        self.save_enrollment(&e)?;
+        Ok(true)
     }
 
     pub fn schedule_enrollment(&mut self, e: &mut Enrollment, due: u64) -> Result<()> {

@@ -83,6 +83,7 @@ impl Wtx<'_> {
                 thread: None,
                 thread_subject: None,
                 last_email: None,
+                awaiting_delivery: false,
                 timezone,
                 mailbox: None,
                 from_header: None,

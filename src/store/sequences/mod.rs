@@ -20,7 +20,7 @@ pub use enrollments::{EnrollInput, EnrollmentPage};
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Step {
     SendEmail {
-        /// Empty, like `html`, when the step has `variants`.
+        /// With `variants`, the first variant's (what clients of the spec alone see).
         #[serde(default)]
         subject: String,
         #[serde(default)]
@@ -35,8 +35,9 @@ pub enum Step {
     },
 }
 
-/// A step as the API shows it (and as it is stored): a `send_email` step carries either its
-/// `subject` and `html` or its `variants`, never empty stand-ins for the others.
+/// A step as the API shows it (and as it is stored): a `send_email` step carries its `subject`
+/// and `html`, and with variants those of the first beside its `variants`, never empty
+/// stand-ins.
 impl Serialize for Step {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
@@ -44,11 +45,17 @@ impl Serialize for Step {
         match self {
             Step::SendEmail { subject, html, variants } => {
                 map.serialize_entry("type", "send_email")?;
-                if variants.is_empty() {
-                    map.serialize_entry("subject", subject)?;
-                    map.serialize_entry("html", html)?;
-                } else {
-                    map.serialize_entry("variants", variants)?;
+                match variants.first() {
+                    None => {
+                        map.serialize_entry("subject", subject)?;
+                        map.serialize_entry("html", html)?;
+                    }
+                    // The spec's fields show the first variant, for clients that know no others.
+                    Some(first) => {
+                        map.serialize_entry("subject", &first.subject)?;
+                        map.serialize_entry("html", &first.html)?;
+                        map.serialize_entry("variants", variants)?;
+                    }
                 }
             }
             Step::Delay { delay_ms } => {
@@ -193,6 +200,10 @@ pub struct Enrollment {
     pub thread_subject: Option<String>,
     /// The message of the latest step, cancelled if the enrollment ends before it leaves.
     pub last_email: Option<String>,
+    /// The next step is due but waits for `last_email` to be final (`sequences::previous`);
+    /// the queue moves it up once it is.
+    #[serde(default)]
+    pub awaiting_delivery: bool,
     /// The contact's IANA time zone: the sending window is read in it.
     #[serde(default)]
     pub timezone: Option<String>,

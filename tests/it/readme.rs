@@ -3,7 +3,8 @@
 //! `PATH`, a real server on real sockets, a nameserver of its own so nothing leaves the machine),
 //! so the documentation cannot drift from what the server does.
 //!
-//! The blocks of one page share a working directory, which is also their `HOME`, and see `URL`,
+//! The blocks of one page share a working directory, which is also their `HOME` (but for blocks in
+//! the source tree, whose cargo needs the real one), and see `URL`,
 //! `SMTP`, `DATA` (the server's data directory), `KEY` (a domain key), and on docs pages
 //! `SUBMISSION`, `SUBMISSIONS`, `IMAP` and `IMAPS` (`127.0.0.1:PORT` of each listener). A block
 //! that names `cargo`, `scripts/` or `dist/` runs in the source tree instead (it may write only
@@ -99,7 +100,13 @@ fn parse(text: &str) -> Result<Vec<Block>, String> {
             return Err(format!("line {}: only ```sh blocks run", at + 1));
         }
         let needs = std::mem::take(&mut needs);
-        blocks.push(Block { line: at + 1, lang: lang.to_owned(), body: body.join("\n"), kind, needs });
+        blocks.push(Block {
+            line: at + 1,
+            lang: lang.to_owned(),
+            body: body.join("\n"),
+            kind,
+            needs,
+        });
     }
     Ok(blocks)
 }
@@ -121,11 +128,26 @@ impl Sandbox<'_> {
         let bin_dir = Path::new(BIN).parent().expect("the binary's directory");
         let target = bin_dir.parent().expect("the target directory");
         let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+        let source_tree = in_source_tree(body);
         let mut cmd = Command::new("bash");
-        cmd.args(["-euo", "pipefail", "-c", body])
-            .current_dir(if in_source_tree(body) { Path::new(REPO) } else { self.work })
-            .env("PATH", path)
-            .env("HOME", self.work)
+        cmd.args(["-euo", "pipefail", "-c", body]).current_dir(if source_tree {
+            Path::new(REPO)
+        } else {
+            self.work
+        });
+        // Cargo and rustup find their homes through HOME: a block in the source tree keeps it.
+        if !source_tree {
+            cmd.env("HOME", self.work);
+        }
+        // What cargo sets for this test process would make a nested cargo rebuild the tree.
+        for (var, _) in std::env::vars_os() {
+            let name = var.to_string_lossy();
+            if (name.starts_with("CARGO") && name != "CARGO_HOME") || name == "OUT_DIR" {
+                cmd.env_remove(&var);
+            }
+        }
+        cmd.env("PATH", path)
+            .env("CARGO_NET_OFFLINE", "true")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("RUST_LOG")
             .env("CARGO_TARGET_DIR", target)
@@ -247,7 +269,9 @@ fn set_private(file: &Path) {
 /// What some blocks must have shown, beyond succeeding.
 fn check_output(at: &str, block: &str, stdout: &str, work: &Path) -> Result<(), String> {
     let fail = |what: &str| Err(format!("{at}: {what}:\n{stdout}"));
-    if block.contains("domain add example.com") && !stdout.contains("_domainkey.example.com.") {
+    if block.contains("domain add example.com --data \"$DATA\"")
+        && !stdout.contains("_domainkey.example.com.")
+    {
         return fail("no DKIM record");
     }
     if block.contains("smtp://$SMTP") {
@@ -345,13 +369,21 @@ struct Reaper<'a>(&'a Path);
 
 impl Drop for Reaper<'_> {
     fn drop(&mut self) {
-        let Ok(entries) = std::fs::read_dir(self.0) else { return };
-        for entry in entries.flatten() {
-            if entry.path().extension().is_some_and(|e| e == "pid") {
-                let pid = std::fs::read_to_string(entry.path()).unwrap_or_default();
-                if let Ok(pid) = pid.trim().parse::<u32>() {
-                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-                }
+        reap(self.0, 3);
+    }
+}
+
+/// Kills the processes named by `*.pid` files in `dir` and its subdirectories, `depth` deep.
+fn reap(dir: &Path, depth: u32) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && depth > 0 {
+            reap(&path, depth - 1);
+        } else if path.extension().is_some_and(|e| e == "pid") {
+            let pid = std::fs::read_to_string(&path).unwrap_or_default();
+            if let Ok(pid) = pid.trim().parse::<u32>() {
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             }
         }
     }
@@ -477,7 +509,8 @@ fn readme_skips_few_blocks_and_links_every_docs_page() {
         for link in text.split("](").skip(1) {
             let target = link.split([')', '#']).next().unwrap_or_default();
             if target.ends_with(".md") && !target.contains("://") {
-                let base = if name == "README.md" { REPO.to_owned() } else { format!("{REPO}/docs") };
+                let base =
+                    if name == "README.md" { REPO.to_owned() } else { format!("{REPO}/docs") };
                 assert!(Path::new(&base).join(target).exists(), "{name} links to {target}");
             }
         }

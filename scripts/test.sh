@@ -3,7 +3,8 @@
 # skipped when its tool is already there), then runs `cargo test --release` (extra arguments are
 # passed on, e.g. `scripts/test.sh --test it -- imap`). `.ci/run` calls this same script.
 #
-# The tests drive real peers: msmtp and mbsync (mail clients), Chromium through chromedriver (the
+# The tests drive real peers: msmtp, mbsync and neomutt (mail clients; docs/mail-clients.md),
+# dnsmasq (a local DNS for docs/offline.md), Chromium through chromedriver (the
 # dashboard), curl (the README's and docs' commands), openssl, PostgreSQL's initdb and pg_ctl (a
 # throwaway cluster on 127.0.0.1), and a Python client generated from schema/openapi.yaml (a venv
 # with openapi-python-client). Everything runs on 127.0.0.1; only these installs need a network.
@@ -16,6 +17,8 @@ sudo=()
 need() { command -v "$1" >/dev/null 2>&1 || missing+=("${@:2}"); }
 need msmtp msmtp
 need mbsync isync
+need neomutt neomutt
+need dnsmasq dnsmasq-base
 need chromedriver chromium chromium-driver
 need curl curl
 need openssl openssl

@@ -43,4 +43,8 @@ if ! [ -x "$venv/bin/openapi-python-client" ] || ! [ -x "$venv/bin/ruff" ]; then
   "$venv/bin/pip" install --quiet openapi-python-client==0.29.1 ruff==0.17.6
 fi
 
+# The binary as `cargo run --release` builds it (without the test-only features cargo unifies
+# into `cargo test`'s build): the README's and the docs' `cargo run --release -- demo` blocks,
+# run by tests/it/readme.rs, then start at once instead of compiling inside a test.
+cargo build --release
 cargo test --release "$@"

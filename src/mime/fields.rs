@@ -43,22 +43,29 @@ pub enum Field {
     Other,
 }
 
-/// The field a header line names (`None` for a continuation or a line without a colon), and
-/// the value's first line. A name may be followed by blanks before its colon, as parsers allow.
-pub fn field(text: &[u8]) -> Option<(Field, &[u8])> {
+/// The field a header line names (`None` for a continuation or a line without a colon), the
+/// value's first line, and where the name starts in the line. Read as mail-parser reads a name:
+/// colons and blanks before it are skipped, blanks inside it are dropped, and it ends at the
+/// first colon after it starts (`::Content-Type:` and `Content - Type:` name a Content-Type).
+pub fn field(text: &[u8]) -> Option<(Field, &[u8], usize)> {
     if text.first().is_none_or(|b| *b == b' ' || *b == b'\t') {
         return None;
     }
-    let colon = memchr::memchr(b':', text)?;
-    let name = trim_end(&text[..colon]);
-    let kind = if name.eq_ignore_ascii_case(b"content-type") {
+    let start = text.iter().position(|b| *b != b':' && !b.is_ascii_whitespace())?;
+    let colon = start + memchr::memchr(b':', &text[start..])?;
+    let name: Vec<u8> = text[start..colon]
+        .iter()
+        .filter(|b| !b.is_ascii_whitespace())
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    let kind = if name == b"content-type" {
         Field::ContentType
-    } else if name.eq_ignore_ascii_case(b"content-transfer-encoding") {
+    } else if name == b"content-transfer-encoding" {
         Field::TransferEncoding
     } else {
         Field::Other
     };
-    Some((kind, &text[colon + 1..]))
+    Some((kind, &text[colon + 1..], start))
 }
 
 /// Whether a line continues the field before it.
@@ -158,6 +165,11 @@ mod tests {
     #[test]
     fn fields_are_named_in_any_case_with_blanks_before_the_colon() {
         assert_eq!(field(b"CONTENT-TYPE : text/plain").map(|f| f.0), Some(Field::ContentType));
+        // As mail-parser reads names: colons before, blanks inside.
+        let odd = field(b"::: Content -Type: multipart/digest; boundary=x").expect("a field");
+        assert_eq!((odd.0, odd.2), (Field::ContentType, 4));
+        assert_eq!(odd.1, b" multipart/digest; boundary=x");
+        assert_eq!(field(b":::"), None);
         assert_eq!(
             field(b"content-transfer-encoding:base64").map(|f| f.0),
             Some(Field::TransferEncoding)

@@ -191,23 +191,25 @@ impl<'a> Walk<'a> {
             }
             return;
         }
-        let Some((field, value)) = fields::field(line.text) else { return };
+        let Some((field, value, name)) = fields::field(line.text) else { return };
+        // Fields are known by where their name starts: what is renamed to make them opaque.
+        let at = line.at + name;
         match field {
             // An opaque field is no Content-Type to the parser.
-            Field::ContentType if self.opaque.contains(&line.at) => {
+            Field::ContentType if self.opaque.contains(&at) => {
                 self.block.last = None;
                 return;
             }
             Field::ContentType => {
-                self.block.content_types.push(line.at);
+                self.block.content_types.push(at);
                 self.block.content_type = Some(value.to_vec());
             }
-            Field::TransferEncoding if self.opaque.contains(&line.at) => {
+            Field::TransferEncoding if self.opaque.contains(&at) => {
                 self.block.last = None;
                 return;
             }
             Field::TransferEncoding => {
-                self.block.encodings.push(line.at);
+                self.block.encodings.push(at);
                 self.block.encoding = value.to_vec();
             }
             Field::Other => {}

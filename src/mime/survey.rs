@@ -7,7 +7,7 @@ use super::fields::{self, Field};
 /// A Content-Type field that could open a container.
 #[derive(Clone, Copy, Debug)]
 pub struct Candidate {
-    /// Where its line starts (the field name's first byte).
+    /// Where the field's name starts (what is renamed to make it opaque).
     pub at: usize,
     pub multipart: bool,
 }
@@ -38,8 +38,10 @@ pub fn survey(raw: &[u8]) -> Survey {
             note(&mut out, at, &value);
         }
         match fields::field(line.text) {
-            Some((Field::ContentType, value)) => open = Some((line.at, value.to_vec())),
-            Some((Field::TransferEncoding, value)) if fields::is_decoded(value) => {
+            Some((Field::ContentType, value, name)) => {
+                open = Some((line.at + name, value.to_vec()))
+            }
+            Some((Field::TransferEncoding, value, _)) if fields::is_decoded(value) => {
                 out.decoded_encoding = true;
             }
             _ => {}

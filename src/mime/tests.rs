@@ -191,3 +191,17 @@ fn an_encoded_message_in_a_digest_at_the_limit_is_read_as_it_stands() {
         assert!(limited, "{levels}");
     }
 }
+
+#[test]
+fn a_field_name_read_as_the_parser_reads_it_is_bounded_too() {
+    // The fuzzer's `::…::Content-Type: multipart/digest` (colons before the name, which
+    // mail-parser skips), and blanks inside a name, which it drops.
+    for prefix in [":::".repeat(700), String::from(":: "), String::new()] {
+        for name in ["Content-Type", "Content - Type"] {
+            let raw = String::from_utf8(nested_digests(600)).expect("ascii");
+            let raw = raw.replacen("Content-Type", &format!("{prefix}{name}"), 1);
+            let (depth, _, _, _) = parse_on_small_stack(raw.into_bytes());
+            assert!(depth <= MAX_DEPTH + 1, "{prefix:.6}{name}: depth {depth}");
+        }
+    }
+}

@@ -43,6 +43,15 @@ pub fn share_store(dir: &Path, url: &str) {
     STORES.lock().unwrap_or_else(|p| p.into_inner()).push((dir.to_owned(), url.to_owned()));
 }
 
+/// Data directories whose server keeps its data in the redb file even on PostgreSQL runs.
+static ON_REDB: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// The server on `dir` (and its seed) keeps its data in the redb file even when the suite runs
+/// on PostgreSQL: for the docs' pages, whose commands act on the default store's data file.
+pub fn keep_on_redb(dir: &Path) {
+    ON_REDB.lock().unwrap_or_else(|p| p.into_inner()).push(dir.to_owned());
+}
+
 /// Whether the whole suite runs on PostgreSQL (`IT_STORE=postgres`): every data
 /// directory then gets a database of its own in a throwaway cluster.
 pub fn on_postgres() -> bool {
@@ -55,7 +64,8 @@ pub fn store_url(dir: &Path) -> Option<String> {
     if let Some((_, url)) = stores.iter().find(|(d, _)| d == dir) {
         return Some(url.clone());
     }
-    if !on_postgres() {
+    let on_redb = ON_REDB.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|d| d == dir);
+    if !on_postgres() || on_redb {
         return None;
     }
     let url = crate::pg_cluster::Cluster::shared().database();

@@ -401,6 +401,9 @@ fn git_status() -> String {
 /// A server for a docs page: the domain example.com with a key, every mail client listener, and
 /// a nameserver of its own.
 fn docs_server(dir: &Path, dns: &Dns) -> (Server, String) {
+    // The pages describe the default store (backup and check act on its data file), also when
+    // the suite runs on PostgreSQL; docs/postgresql-and-clusters.md is for the other.
+    crate::harness::keep_on_redb(dir);
     let seed = Seed::open(dir);
     seed.domain("example.com");
     let key = seed.key(Some("example.com"));

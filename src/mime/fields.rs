@@ -166,6 +166,7 @@ mod tests {
     fn fields_are_named_in_any_case_with_blanks_before_the_colon() {
         assert_eq!(field(b"CONTENT-TYPE : text/plain").map(|f| f.0), Some(Field::ContentType));
         // As mail-parser reads names: colons before, blanks inside.
+        // ok: test input, a field by construction
         let odd = field(b"::: Content -Type: multipart/digest; boundary=x").expect("a field");
         assert_eq!((odd.0, odd.2), (Field::ContentType, 4));
         assert_eq!(odd.1, b" multipart/digest; boundary=x");

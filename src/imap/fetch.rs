@@ -10,12 +10,13 @@ use imap_types::sequence::SequenceSet;
 use mail_parser::Message;
 
 use super::conn::{Conn, ConnError};
+use super::envelope::envelope;
 use super::mailboxes::nonzero;
 use super::message::{Loaded, load};
 use super::reply::{bad, failed, flags_fetch, ok};
-use super::section::{extract, header_block};
+use super::section::{extract, header_block, text};
 use super::session::Session;
-use super::structure::{basic, body_structure, envelope};
+use super::structure::{basic, body_structure};
 use super::update::CHUNK;
 
 /// Whether an item needs the message's bytes.
@@ -185,11 +186,7 @@ fn parsed_item(
         MessageDataItemName::Rfc822Header => {
             MessageDataItem::Rfc822Header(literal(header_block(m).to_vec()))
         }
-        MessageDataItemName::Rfc822Text => {
-            let raw = m.raw_message();
-            let from = header_block(m).len();
-            MessageDataItem::Rfc822Text(literal(raw[from.min(raw.len())..].to_vec()))
-        }
+        MessageDataItemName::Rfc822Text => MessageDataItem::Rfc822Text(literal(text(m).to_vec())),
         MessageDataItemName::BodyExt { section, partial, .. } => {
             let mut data = extract(m, section.as_ref());
             if let Some((start, len)) = partial {

@@ -1,0 +1,82 @@
+//! What Dovecot's imaptest and real clients found wrong (issue 34): every FETCH item answered
+//! once and never dropped, sections and structure inside attached messages, ENVELOPE as the
+//! message has it, keywords in FLAGS, \Recent never stored, sequence numbers past the end, and
+//! another session's expunges told before our own command completes. Each script speaks IMAP
+//! over a real socket and prints the response lines it got.
+
+use crate::harness::A;
+use crate::imap::Fixture;
+
+/// The lines printed under `name`, without it.
+fn under(lines: &[String], name: &str) -> Vec<String> {
+    let p = format!("{name} ");
+    lines.iter().filter_map(|l| l.strip_prefix(p.as_str())).map(str::to_owned).collect()
+}
+
+/// An attached multipart message, then an attached single-part one.
+fn nested(subject: &str) -> String {
+    format!(
+        "From: Ann <ann@example.org>\r\nTo: sales@{A}\r\nSubject: {subject}\r\n\
+         Message-ID: <{subject}@example.org>\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=o\r\n\r\n\
+         --o\r\nContent-Type: text/plain\r\n\r\nouter text\r\n\
+         --o\r\nContent-Type: message/rfc822\r\nContent-ID: <abc@example.org>\r\n\r\n\
+         From: =?utf-8?q?B=C3=A9a?= <bea@example.net>\r\nTo: team: carl@example.net;\r\n\
+         Subject: inner\r\nContent-Type: multipart/alternative; boundary=i\r\n\r\n\
+         --i\r\nContent-Type: text/plain\r\n\r\nline1\r\nline2\r\n\
+         --i\r\nContent-Type: text/html\r\n\r\n<p>x</p>\r\n--i--\r\n\r\n\
+         --o\r\nContent-Type: message/rfc822\r\n\r\n\
+         From: dan@example.net\r\nSubject: single\r\n\r\nbody a\r\nbody b\r\n--o--\r\n"
+    )
+}
+
+#[test]
+fn attached_messages_are_served_as_messages_of_their_own() {
+    let f = Fixture::start();
+    f.receive(&nested("nested"));
+    let lines = f.py(
+        r#"
+m = tls()
+m.select('INBOX')
+for section in ['2.HEADER', '2.TEXT', '2.1', '2.2.MIME', '3.HEADER', '3.1']:
+    typ, data = m.fetch('1', '(BODY.PEEK[%s])' % section)
+    out('section', section, repr(data[0][1]))
+data = m.fetch('1', '(BODYSTRUCTURE)')[1]
+whole = b''.join(d if isinstance(d, bytes) else b''.join(d) for d in data)
+out('structure', whole.decode(errors='replace'))
+"#,
+        &[],
+    );
+    let sections = under(&lines, "section");
+    let want = [
+        concat!(
+            r"2.HEADER b'From: =?utf-8?q?B=C3=A9a?= <bea@example.net>\r\nTo: team: carl@example.net;",
+            r"\r\nSubject: inner\r\nContent-Type: multipart/alternative; boundary=i\r\n\r\n'"
+        ),
+        concat!(
+            r"2.TEXT b'--i\r\nContent-Type: text/plain\r\n\r\nline1\r\nline2\r\n--i\r\n",
+            r"Content-Type: text/html\r\n\r\n<p>x</p>\r\n--i--\r\n'"
+        ),
+        r"2.1 b'line1\r\nline2'",
+        r"2.2.MIME b'Content-Type: text/html\r\n\r\n'",
+        r"3.HEADER b'From: dan@example.net\r\nSubject: single\r\n\r\n'",
+        r"3.1 b'body a\r\nbody b'",
+    ];
+    assert_eq!(sections, want, "{lines:?}");
+    let structure = under(&lines, "structure").concat();
+    assert!(structure.contains("\"<abc@example.org>\""), "{structure}");
+    assert!(
+        structure.contains("(\"=?utf-8?q?B=C3=A9a?=\" NIL \"bea\" \"example.net\")"),
+        "{structure}"
+    );
+    assert!(
+        structure.contains(
+            "((NIL NIL \"team\" NIL)(NIL NIL \"carl\" \"example.net\")(NIL NIL NIL NIL))"
+        ),
+        "{structure}"
+    );
+    assert!(
+        structure.contains("(\"TEXT\" \"plain\" (\"charset\" \"us-ascii\") NIL NIL \"7BIT\" 12 2 "),
+        "{structure}"
+    );
+}

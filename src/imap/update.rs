@@ -13,6 +13,7 @@ use imap_types::response::{Code, Data, Status, StatusKind};
 use imap_types::sequence::SequenceSet;
 
 use super::conn::Conn;
+use super::fetch::INVALID_SET;
 use super::mailboxes::{folder, nonzero};
 use super::message::{appended, load};
 use super::reply::{bad, failed, flag_name, flags_fetch, no, ok, status};
@@ -49,6 +50,9 @@ impl Session {
         let Some(view) = self.view.as_ref() else { return bad(tag, "select a folder first") };
         if view.read_only {
             return no(tag, "the folder is read-only (EXAMINE)");
+        }
+        if !uid && !view.names_messages(set) {
+            return bad(tag, INVALID_SET);
         }
         let given: Vec<String> = flags.iter().map(flag_name).collect();
         let (mailbox, f) = (view.mailbox.clone(), view.folder);
@@ -169,6 +173,9 @@ impl Session {
         let Some(view) = self.view.as_ref() else { return bad(tag, "select a folder first") };
         if moving && view.read_only {
             return no(tag, "the folder is read-only (EXAMINE)");
+        }
+        if !uid && !view.names_messages(set) {
+            return bad(tag, INVALID_SET);
         }
         let positions = view.resolve(set, uid);
         let result = if moving && to != view.folder {

@@ -147,6 +147,21 @@ impl View {
         out
     }
 
+    /// Whether every message sequence number of `set` names a message: a number past the last
+    /// one is an error (RFC 9051 6.4.4; Dovecot answers BAD), and `*` is the last message, so in
+    /// an empty folder it names none. UID sets are never wrong (UIDs not there are skipped).
+    pub fn names_messages(&self, set: &SequenceSet) -> bool {
+        let len = self.uids.len() as u32;
+        let known = |v: &SeqOrUid| match v {
+            SeqOrUid::Value(n) => n.get() <= len,
+            SeqOrUid::Asterisk => len > 0,
+        };
+        set.0.as_ref().iter().all(|seq| match seq {
+            Sequence::Single(v) => known(v),
+            Sequence::Range(x, y) => known(x) && known(y),
+        })
+    }
+
     /// Drops `gone` (UIDs this session removed); their sequence numbers, highest first, as the
     /// EXPUNGE responses that tell it must go.
     pub fn forget(&mut self, gone: &[u32]) -> Vec<NonZeroU32> {
@@ -188,6 +203,17 @@ mod tests {
         assert_eq!(v.resolve(&set("6:8"), true), Vec::<usize>::new());
         assert_eq!(v.resolve(&set("20:*"), true), vec![3], "a range with * holds the last");
         assert_eq!(v.resolve(&set("9:100"), false), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn sequence_numbers_past_the_last_message_name_none() {
+        let set = |s: &str| SequenceSet::try_from(s).expect("set"); // ok: test
+        let v = view(vec![3, 5]);
+        assert!(v.names_messages(&set("1:2,*")) && v.names_messages(&set("2:*")));
+        assert!(!v.names_messages(&set("3")) && !v.names_messages(&set("1:3")));
+        assert!(!v.names_messages(&set("3:*")), "3:* is 2:3");
+        assert!(!view(Vec::new()).names_messages(&set("1:*")));
+        assert!(!view(Vec::new()).names_messages(&set("*")));
     }
 
     #[test]

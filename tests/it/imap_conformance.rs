@@ -5,12 +5,63 @@
 //! over a real socket and prints the response lines it got.
 
 use crate::harness::A;
-use crate::imap::Fixture;
+use crate::imap::{Fixture, plain};
+
+/// `raw(m, command)`: sends a command on imaplib's connection; the response lines up to and
+/// including the tagged one (a literal is read into the line that announced it).
+const RAW: &str = r#"
+def raw(m, command):
+    tag = m._new_tag()
+    m.send(tag + b' ' + command.encode() + b'\r\n')
+    lines, cur = [], b''
+    while True:
+        line = m.readline()
+        if not line:
+            raise Exception('connection closed')
+        cur += line
+        lit = re.search(rb'\{(\d+)\}\r\n$', line)
+        if lit:
+            cur += m.read(int(lit.group(1)))
+            continue
+        lines.append(cur.decode(errors='replace').rstrip('\r\n'))
+        cur = b''
+        if line.startswith(tag + b' '):
+            return lines
+def show(name, lines):
+    for l in lines:
+        out(name, l)
+"#;
+
+fn script(body: &str) -> String {
+    format!("{RAW}\n{body}")
+}
 
 /// The lines printed under `name`, without it.
 fn under(lines: &[String], name: &str) -> Vec<String> {
     let p = format!("{name} ");
     lines.iter().filter_map(|l| l.strip_prefix(p.as_str())).map(str::to_owned).collect()
+}
+
+#[test]
+fn fetch_answers_each_item_once_and_never_drops_internaldate() {
+    let f = Fixture::start();
+    f.receive(&plain("once"));
+    let lines = f.py(
+        &script(
+            "m = tls()\nm.select('INBOX')\n\
+             show('fetch', raw(m, 'FETCH 1 (FLAGS FLAGS UID INTERNALDATE UID)'))\n",
+        ),
+        &[],
+    );
+    let fetch = under(&lines, "fetch");
+    assert_eq!(fetch.len(), 2, "{lines:?}");
+    let item = &fetch[0];
+    assert!(item.starts_with("* 1 FETCH ("), "{item}");
+    assert_eq!(item.matches("FLAGS (").count(), 1, "{item}");
+    assert_eq!(item.matches("UID 1").count(), 1, "{item}");
+    // Received mail is stamped to the millisecond.
+    assert!(item.contains("INTERNALDATE \""), "{item}");
+    assert!(fetch[1].contains(" OK "), "{lines:?}");
 }
 
 /// An attached multipart message, then an attached single-part one.
@@ -79,4 +130,33 @@ out('structure', whole.decode(errors='replace'))
         structure.contains("(\"TEXT\" \"plain\" (\"charset\" \"us-ascii\") NIL NIL \"7BIT\" 12 2 "),
         "{structure}"
     );
+}
+
+#[test]
+fn fetch_past_the_last_message_is_bad_and_unknown_uids_are_nothing() {
+    let f = Fixture::start();
+    f.receive(&plain("p1"));
+    f.receive(&plain("p2"));
+    let lines = f.py(
+        &script(
+            r#"
+m = tls()
+m.select('INBOX')
+show('five', raw(m, 'FETCH 5 (FLAGS)'))
+show('range', raw(m, 'FETCH 2:5 (FLAGS)'))
+show('all', raw(m, 'FETCH 1:* (FLAGS)'))
+show('uid', raw(m, 'UID FETCH 99 (FLAGS)'))
+show('uids', raw(m, 'UID FETCH 2:99 (FLAGS)'))
+"#,
+        ),
+        &[],
+    );
+    let last = |name: &str| under(&lines, name).last().cloned().unwrap_or_default();
+    assert!(last("five").contains(" BAD "), "{lines:?}");
+    assert_eq!(under(&lines, "five").len(), 1, "{lines:?}");
+    assert!(last("range").contains(" BAD "), "{lines:?}");
+    assert_eq!(under(&lines, "all").len(), 3, "{lines:?}");
+    assert_eq!(under(&lines, "uid").len(), 1, "{lines:?}");
+    assert!(last("uid").contains(" OK "), "{lines:?}");
+    assert_eq!(under(&lines, "uids").len(), 2, "{lines:?}");
 }

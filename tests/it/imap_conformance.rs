@@ -133,6 +133,40 @@ out('structure', whole.decode(errors='replace'))
 }
 
 #[test]
+fn select_names_the_keywords_in_use_and_recent_is_never_stored() {
+    let f = Fixture::start();
+    f.receive(&plain("k1"));
+    f.receive(&plain("k2"));
+    let lines = f.py(
+        &script(
+            r#"
+a = tls()
+a.select('INBOX')
+show('store', raw(a, 'STORE 1 +FLAGS ($Forwarded Junk)'))
+show('recent', raw(a, 'STORE 2 +FLAGS (\\Recent \\Flagged)'))
+b = tls()
+show('select', raw(b, 'SELECT INBOX'))
+show('flags', raw(b, 'FETCH 1:* (FLAGS)'))
+"#,
+        ),
+        &[],
+    );
+    let select = under(&lines, "select");
+    let flags = select.iter().find(|l| l.starts_with("* FLAGS (")).expect("FLAGS");
+    assert!(flags.contains("$Forwarded") && flags.contains("Junk"), "{select:?}");
+    let perm = select.iter().find(|l| l.contains("[PERMANENTFLAGS (")).expect("PERMANENTFLAGS");
+    assert!(perm.contains("\\*") && perm.contains("$Forwarded"), "{select:?}");
+    let stored = under(&lines, "recent");
+    assert!(
+        stored.iter().any(|l| l.starts_with("* 2 FETCH (FLAGS (\\Flagged \\Recent))")),
+        "{stored:?}"
+    );
+    let seen_by_b = under(&lines, "flags");
+    assert!(!seen_by_b.iter().any(|l| l.contains("\\Recent")), "A selected first: {seen_by_b:?}");
+    assert!(seen_by_b.iter().any(|l| l.contains("\\Flagged")), "{seen_by_b:?}");
+}
+
+#[test]
 fn fetch_past_the_last_message_is_bad_and_unknown_uids_are_nothing() {
     let f = Fixture::start();
     f.receive(&plain("p1"));
@@ -159,4 +193,39 @@ show('uids', raw(m, 'UID FETCH 2:99 (FLAGS)'))
     assert_eq!(under(&lines, "uid").len(), 1, "{lines:?}");
     assert!(last("uid").contains(" OK "), "{lines:?}");
     assert_eq!(under(&lines, "uids").len(), 2, "{lines:?}");
+}
+
+#[test]
+fn expunges_of_another_session_come_before_our_own_command_completes() {
+    let f = Fixture::start();
+    for s in ["e1", "e2", "e3", "e4"] {
+        f.receive(&plain(s));
+    }
+    let lines = f.py(
+        &script(
+            r#"
+a = tls()
+a.select('INBOX')
+b = tls()
+b.select('INBOX')
+raw(b, 'STORE 1 +FLAGS.SILENT (\\Deleted)')
+raw(b, 'EXPUNGE')
+raw(a, 'STORE 4 +FLAGS.SILENT (\\Deleted)')
+show('expunge', raw(a, 'EXPUNGE'))
+raw(b, 'STORE 1 +FLAGS.SILENT (\\Deleted)')
+raw(b, 'EXPUNGE')
+show('check', raw(a, 'CHECK'))
+"#,
+        ),
+        &[],
+    );
+    let expunge = under(&lines, "expunge");
+    // Ours (the fourth message) first, by the numbers the client knows, then the other's.
+    assert!(expunge.len() >= 3, "{lines:?}");
+    assert_eq!(expunge[0], "* 4 EXPUNGE", "{lines:?}");
+    assert_eq!(expunge[1], "* 1 EXPUNGE", "{lines:?}");
+    assert!(expunge.last().is_some_and(|l| l.contains(" OK ")), "{lines:?}");
+    let check = under(&lines, "check");
+    assert!(check.first().is_some_and(|l| l == "* 1 EXPUNGE"), "{lines:?}");
+    assert!(check.last().is_some_and(|l| l.contains(" OK ")), "{lines:?}");
 }

@@ -2,6 +2,8 @@
 //! out chunk by chunk, so a fetch of a large folder holds one chunk in memory. A BODY[...] or
 //! RFC822 fetch (not .PEEK) marks the message \Seen, as RFC 9051 asks.
 
+use std::collections::HashSet;
+
 use imap_types::core::{IString, Literal, NString, Tag};
 use imap_types::datetime::DateTime;
 use imap_types::fetch::{MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName};
@@ -10,13 +12,44 @@ use imap_types::sequence::SequenceSet;
 use mail_parser::Message;
 
 use super::conn::{Conn, ConnError};
+use super::envelope::envelope;
 use super::mailboxes::nonzero;
 use super::message::{Loaded, load};
 use super::reply::{bad, failed, flags_fetch, ok};
-use super::section::{extract, header_block};
+use super::section::{extract, header_block, text};
 use super::session::Session;
-use super::structure::{basic, body_structure, envelope};
+use super::structure::{basic, body_structure};
 use super::update::CHUNK;
+
+/// The answer to message sequence numbers past the last message (Dovecot's words).
+pub const INVALID_SET: &str = "Invalid messageset";
+
+/// The items asked for, each once, in the order first asked: `FLAGS FLAGS` answers one FLAGS,
+/// and BODY.PEEK[s] beside BODY[s] would answer BODY[s] twice, so the peek goes.
+fn unique(items: Vec<MessageDataItemName<'static>>) -> Vec<MessageDataItemName<'static>> {
+    let marking: HashSet<_> = items
+        .iter()
+        .filter_map(|i| match i {
+            MessageDataItemName::BodyExt { section, partial, peek: false } => {
+                Some((section.clone(), *partial))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut seen = HashSet::with_capacity(items.len());
+    items
+        .into_iter()
+        .filter(|i| {
+            let twin = match i {
+                MessageDataItemName::BodyExt { section, partial, peek: true } => {
+                    marking.contains(&(section.clone(), *partial))
+                }
+                _ => false,
+            };
+            !twin && seen.insert(i.clone())
+        })
+        .collect()
+}
 
 /// Whether an item needs the message's bytes.
 fn needs_bytes(item: &MessageDataItemName<'_>) -> bool {
@@ -45,8 +78,11 @@ fn literal(bytes: Vec<u8>) -> NString<'static> {
     NString(Some(IString::Literal(Literal::unvalidated(bytes))))
 }
 
+/// The INTERNALDATE of a message stored at `ms`: IMAP's date-time has no fraction of a second,
+/// and imap-types refuses one, so the milliseconds are cut off (never the item).
 fn internal_date(ms: u64) -> Option<DateTime> {
-    let at = chrono::DateTime::from_timestamp_millis(ms as i64)?;
+    let seconds = i64::try_from(ms / 1000).ok()?;
+    let at = chrono::DateTime::from_timestamp(seconds, 0)?;
     DateTime::try_from(at.fixed_offset()).ok()
 }
 
@@ -70,10 +106,14 @@ impl Session {
         }) {
             return Ok(bad(tag, "BINARY is not supported"));
         }
+        items = unique(items);
         if uid && !items.contains(&MessageDataItemName::Uid) {
             items.insert(0, MessageDataItemName::Uid);
         }
         let Some(view) = self.view.as_ref() else { return Ok(bad(tag, "select a folder first")) };
+        if !uid && !view.names_messages(set) {
+            return Ok(bad(tag, INVALID_SET));
+        }
         let bytes = items.iter().any(needs_bytes);
         let seen = !view.read_only && items.iter().any(marks_seen);
         if seen && !items.contains(&MessageDataItemName::Flags) {
@@ -185,11 +225,7 @@ fn parsed_item(
         MessageDataItemName::Rfc822Header => {
             MessageDataItem::Rfc822Header(literal(header_block(m).to_vec()))
         }
-        MessageDataItemName::Rfc822Text => {
-            let raw = m.raw_message();
-            let from = header_block(m).len();
-            MessageDataItem::Rfc822Text(literal(raw[from.min(raw.len())..].to_vec()))
-        }
+        MessageDataItemName::Rfc822Text => MessageDataItem::Rfc822Text(literal(text(m).to_vec())),
         MessageDataItemName::BodyExt { section, partial, .. } => {
             let mut data = extract(m, section.as_ref());
             if let Some((start, len)) = partial {
@@ -202,4 +238,24 @@ fn parsed_item(
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_asked_twice_are_answered_once() {
+        use MessageDataItemName::{BodyExt, Flags, Uid};
+        let body = |peek| BodyExt { section: None, partial: None, peek };
+        let got = unique(vec![Flags, Uid, Flags, body(true), body(false), Uid, body(true)]);
+        assert_eq!(got, vec![Flags, Uid, body(false)]);
+    }
+
+    #[test]
+    fn internal_dates_with_milliseconds_are_shown_to_the_second() {
+        let at = 1_764_150_000_123;
+        let date = internal_date(at).expect("a date"); // ok: test
+        assert_eq!(date.as_ref().timestamp_millis(), 1_764_150_000_000);
+    }
 }

@@ -6,7 +6,7 @@ use std::num::NonZeroU32;
 
 use imap_types::core::{Atom, IString, QuotedChar, Tag};
 use imap_types::extensions::namespace::Namespace;
-use imap_types::flag::{Flag, FlagNameAttribute, FlagPerm};
+use imap_types::flag::{FlagNameAttribute, FlagPerm};
 use imap_types::mailbox::{ListMailbox, Mailbox};
 use imap_types::response::{Code, Data, Status, StatusKind};
 use imap_types::status::{StatusDataItem, StatusDataItemName};
@@ -133,11 +133,14 @@ impl Session {
         self.view = None;
         let Some(folder) = folder(mailbox) else { return no(tag, "[NONEXISTENT] no such folder") };
         let user = self.user.clone().unwrap_or_default();
-        let view = match View::open(&self.deps.store, &user, folder, read_only).await {
+        let mut view = match View::open(&self.deps.store, &user, folder, read_only).await {
             Ok(view) => view,
             Err(e) => return failed(tag, &e),
         };
-        let flags = vec![Flag::Answered, Flag::Flagged, Flag::Deleted, Flag::Seen, Flag::Draft];
+        if let Err(e) = view.read_keywords(&self.deps.store).await {
+            return failed(tag, &e);
+        }
+        let flags = view.flag_list();
         conn.enqueue_data(Data::Flags(flags.clone()));
         conn.enqueue_data(Data::Exists(view.uids.len() as u32));
         conn.enqueue_data(Data::Recent(view.recent.len() as u32));

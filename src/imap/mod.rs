@@ -12,7 +12,8 @@
 //! - `view`       the selected folder: UIDs and sequence numbers, what changed
 //! - `fetch`      FETCH, chunk by chunk
 //! - `section`    BODY[section] bytes
-//! - `structure`  ENVELOPE and BODYSTRUCTURE
+//! - `structure`  BODYSTRUCTURE
+//! - `envelope`   ENVELOPE: the fields as written, address lists with their groups
 //! - `search`     SEARCH
 //! - `update`     STORE, EXPUNGE, COPY, MOVE, APPEND
 //! - `idle`       IDLE
@@ -22,6 +23,7 @@
 
 mod commands;
 pub mod conn;
+mod envelope;
 mod fetch;
 mod gate;
 mod idle;

@@ -57,10 +57,21 @@ pub fn flag(stored: &str) -> Option<Flag<'static>> {
     })
 }
 
+/// Whether a flag is \Recent: the server's alone, per session (RFC 3501 2.3.2), never stored.
+pub fn is_recent(flag: &str) -> bool {
+    flag.eq_ignore_ascii_case("\\Recent")
+}
+
+/// The flags a client gives (STORE, APPEND) as stored: \Recent is ignored, as RFC 3501 allows.
+pub fn storable(flags: &[Flag<'_>]) -> Vec<String> {
+    flags.iter().map(flag_name).filter(|f| !is_recent(f)).collect()
+}
+
 /// The flags of a message as FETCH tells them: the stored ones, and \Recent when the message
-/// is recent for this session.
+/// is recent for this session (a \Recent stored before it was refused is not shown).
 pub fn flags_fetch(stored: &[String], recent: bool) -> Vec<FlagFetch<'static>> {
-    let mut out: Vec<_> = stored.iter().filter_map(|s| flag(s)).map(FlagFetch::Flag).collect();
+    let shown = stored.iter().filter(|s| !is_recent(s));
+    let mut out: Vec<_> = shown.filter_map(|s| flag(s)).map(FlagFetch::Flag).collect();
     if recent {
         out.push(FlagFetch::Recent);
     }

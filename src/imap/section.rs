@@ -41,8 +41,15 @@ pub fn extract(message: &Message<'_>, section: Option<&Section<'_>>) -> Vec<u8> 
     found.unwrap_or_default()
 }
 
+/// The bytes a message's part offsets count in. For an attached message this is the whole
+/// stored message: mail-parser's `raw_message()` of an attached message is only its own slice,
+/// while the offsets of its parts count from the start of the outermost message.
+pub fn buffer<'a>(m: &'a Message<'_>) -> &'a [u8] {
+    &m.raw_message
+}
+
 fn slice<'a>(m: &'a Message<'_>, from: u32, to: u32) -> Option<&'a [u8]> {
-    m.raw_message().get(from as usize..to as usize)
+    buffer(m).get(from as usize..to as usize)
 }
 
 /// Follows part numbers from a message.
@@ -98,19 +105,19 @@ fn body(at: &At<'_, '_>) -> Vec<u8> {
     }
 }
 
-/// A message's header, with the empty line that ends it.
+/// A message's header, with the empty line that ends it (an attached message's starts where
+/// its part's body does, not at the start of the buffer).
 pub fn header_block<'a>(m: &'a Message<'_>) -> &'a [u8] {
-    let raw = m.raw_message();
-    let end = m.part(0).map_or(raw.len(), |p| p.offset_body as usize).min(raw.len());
-    &raw[..end]
+    let Some(root) = m.part(0) else { return buffer(m) };
+    slice(m, root.offset_header, root.offset_body).unwrap_or_default()
 }
 
-fn text<'a>(m: &'a Message<'_>) -> &'a [u8] {
-    let raw = m.raw_message();
-    let (from, to) = m
-        .part(0)
-        .map_or((raw.len(), raw.len()), |p| (p.offset_body as usize, p.offset_end as usize));
-    raw.get(from..to.min(raw.len())).unwrap_or_default()
+/// A message's text: its body, after the header.
+pub fn text<'a>(m: &'a Message<'_>) -> &'a [u8] {
+    let Some(root) = m.part(0) else { return &[] };
+    let raw = buffer(m);
+    let to = (root.offset_end as usize).min(raw.len());
+    raw.get(root.offset_body as usize..to).unwrap_or_default()
 }
 
 /// The header fields named in `names` (or all others, when not `keep`), then the empty line.
@@ -155,7 +162,7 @@ pub fn split_fields(header: &[u8]) -> Vec<&[u8]> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use mail_parser::MessageParser;
 
@@ -169,6 +176,66 @@ mod tests {
         let nums: Vec<NonZeroU32> =
             s.split('.').filter_map(|n| n.parse().ok()).filter_map(NonZeroU32::new).collect();
         Section::Part(Part(nums.try_into().expect("part"))) // ok: test
+    }
+
+    /// A text part, an attached multipart message and an attached single-part message.
+    pub(crate) const NESTED: &[u8] = b"From: a@x.test\r\nSubject: outer\r\n\
+        Content-Type: multipart/mixed; boundary=o\r\n\r\n\
+        --o\r\nContent-Type: text/plain\r\n\r\nouter text\r\n\
+        --o\r\nContent-Type: message/rfc822\r\nContent-ID: <abc@x.test>\r\n\r\n\
+        From: b@y.test\r\nSubject: inner\r\nContent-Type: multipart/alternative; boundary=i\r\n\r\n\
+        --i\r\nContent-Type: text/plain\r\n\r\nline1\r\nline2\r\n\
+        --i\r\nContent-Type: text/html\r\n\r\n<p>x</p>\r\n--i--\r\n\r\n\
+        --o\r\nContent-Type: message/rfc822\r\n\r\n\
+        From: c@z.test\r\nSubject: single\r\n\r\nbody a\r\nbody b\r\n--o--\r\n";
+
+    fn named(s: &str) -> Section<'static> {
+        use imap_types::fetch::Part;
+        let (nums, kind) = match s.rsplit_once('.') {
+            Some((p, k)) if k.parse::<u32>().is_err() => (p, k),
+            _ => (s, ""),
+        };
+        let nums: Vec<NonZeroU32> =
+            nums.split('.').filter_map(|n| n.parse().ok()).filter_map(NonZeroU32::new).collect();
+        let part = Part(nums.try_into().expect("part")); // ok: test
+        match kind {
+            "HEADER" => Section::Header(Some(part)),
+            "TEXT" => Section::Text(Some(part)),
+            "MIME" => Section::Mime(part),
+            "SUBJECT" => {
+                let names = vec![AString::try_from("Subject").expect("name")]; // ok: test
+                Section::HeaderFields(Some(part), names.try_into().expect("one")) // ok: test
+            }
+            _ => Section::Part(part),
+        }
+    }
+
+    #[test]
+    fn sections_inside_attached_messages_are_the_attached_message_s() {
+        let m = MessageParser::default().parse(NESTED).expect("parsed"); // ok: test
+        let got = |s: &str| String::from_utf8_lossy(&extract(&m, Some(&named(s)))).into_owned();
+        let inner = "From: b@y.test\r\nSubject: inner\r\n\
+            Content-Type: multipart/alternative; boundary=i\r\n\r\n";
+        let inner_text = "--i\r\nContent-Type: text/plain\r\n\r\nline1\r\nline2\r\n\
+            --i\r\nContent-Type: text/html\r\n\r\n<p>x</p>\r\n--i--\r\n";
+        assert_eq!(got("1"), "outer text");
+        assert_eq!(got("2"), format!("{inner}{inner_text}"));
+        assert_eq!(
+            got("2.MIME"),
+            "Content-Type: message/rfc822\r\nContent-ID: <abc@x.test>\r\n\r\n"
+        );
+        assert_eq!(got("2.HEADER"), inner);
+        assert_eq!(got("2.TEXT"), inner_text);
+        assert_eq!(got("2.SUBJECT"), "Subject: inner\r\n\r\n");
+        assert_eq!(got("2.1"), "line1\r\nline2");
+        assert_eq!(got("2.2"), "<p>x</p>");
+        assert_eq!(got("2.1.MIME"), "Content-Type: text/plain\r\n\r\n");
+        assert_eq!(got("2.2.MIME"), "Content-Type: text/html\r\n\r\n");
+        assert_eq!(got("2.3"), "");
+        assert_eq!(got("3.HEADER"), "From: c@z.test\r\nSubject: single\r\n\r\n");
+        assert_eq!(got("3.TEXT"), "body a\r\nbody b");
+        assert_eq!(got("3.1"), "body a\r\nbody b");
+        assert_eq!(got("1.HEADER"), "", "part 1 is no message");
     }
 
     #[test]

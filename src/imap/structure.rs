@@ -1,67 +1,18 @@
-//! ENVELOPE and BODYSTRUCTURE of a stored message, read by mail-parser from its raw bytes.
+//! BODYSTRUCTURE of a stored message, read by mail-parser from its raw bytes.
 
 use imap_types::body::{
     BasicFields, Body, BodyStructure, Disposition, MultiPartExtensionData, SinglePartExtensionData,
     SpecificFields,
 };
 use imap_types::core::{IString, NString, Vec1};
-use imap_types::envelope::{Address, Envelope};
 use mail_parser::{Message, MessagePart, MimeHeaders, PartType};
 
-/// A string for a response, or NIL when it cannot be one.
-pub fn nstring(s: Option<&str>) -> NString<'static> {
-    NString(s.and_then(|s| IString::try_from(s.to_owned()).ok()))
-}
+use super::envelope::{envelope, nstring, raw_field};
+use super::section::buffer;
 
 fn istring(s: &str) -> IString<'static> {
     IString::try_from(s.to_owned())
         .unwrap_or_else(|_| IString::try_from(String::from("?")).unwrap_or_else(|_| unreachable!())) // ok: a constant
-}
-
-/// The raw value of header `name`, unfolded and trimmed.
-fn header(message: &Message<'_>, name: &str) -> Option<String> {
-    let raw = message.header_raw(name)?;
-    Some(raw.replace("\r\n", "").replace('\n', "").trim().to_owned())
-}
-
-pub fn envelope(message: &Message<'_>) -> Envelope<'static> {
-    let from = addresses(message.from());
-    let sender = match addresses(message.sender()) {
-        s if s.is_empty() => from.clone(),
-        s => s,
-    };
-    let reply_to = match addresses(message.reply_to()) {
-        r if r.is_empty() => from.clone(),
-        r => r,
-    };
-    Envelope {
-        date: nstring(header(message, "Date").as_deref()),
-        subject: nstring(header(message, "Subject").as_deref()),
-        from,
-        sender,
-        reply_to,
-        to: addresses(message.to()),
-        cc: addresses(message.cc()),
-        bcc: addresses(message.bcc()),
-        in_reply_to: nstring(header(message, "In-Reply-To").as_deref()),
-        message_id: nstring(header(message, "Message-ID").as_deref()),
-    }
-}
-
-fn addresses(list: Option<&mail_parser::Address<'_>>) -> Vec<Address<'static>> {
-    let Some(list) = list else { return Vec::new() };
-    list.iter()
-        .filter_map(|a| {
-            let address = a.address()?;
-            let (mailbox, host) = address.rsplit_once('@').unwrap_or((address, ""));
-            Some(Address {
-                name: nstring(a.name()),
-                adl: NString(None),
-                mailbox: nstring(Some(mailbox)),
-                host: nstring((!host.is_empty()).then_some(host)),
-            })
-        })
-        .collect()
 }
 
 /// The BODYSTRUCTURE of the message (of part 0, its root).
@@ -180,13 +131,16 @@ fn single(
     if parameter_list.is_empty() && matches!(specific, SpecificFields::Text { .. }) {
         parameter_list.push((istring("charset"), istring("us-ascii")));
     }
-    let _ = message;
     BodyStructure::Single {
         body: Body {
             basic: BasicFields {
                 parameter_list,
-                id: nstring(part.and_then(|p| p.content_id())),
-                description: nstring(part.and_then(|p| p.content_description())),
+                // As the message has them: a Content-ID with its angle brackets (RFC 2045),
+                // a description not decoded.
+                id: nstring(part.and_then(|p| raw_field(message, &p.headers, "Content-ID"))),
+                description: nstring(
+                    part.and_then(|p| raw_field(message, &p.headers, "Content-Description")),
+                ),
                 content_transfer_encoding: istring(&cte),
                 size,
             },
@@ -214,10 +168,93 @@ fn disposition(part: &MessagePart<'_>) -> Option<Disposition<'static>> {
 /// Lines of a part's body as it is encoded in the message (a last line without its line end
 /// counts: the CRLF before a boundary belongs to the boundary).
 fn lines(message: &Message<'_>, part: &MessagePart<'_>) -> u32 {
-    let raw = message.raw_message();
+    let raw = buffer(message);
     let (from, to) = (part.offset_body as usize, part.offset_end as usize);
     let body = raw.get(from..to.min(raw.len())).unwrap_or_default();
     let ends = body.iter().filter(|c| **c == b'\n').count();
     let open = body.last().is_some_and(|c| *c != b'\n');
     (ends + usize::from(open)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use imap_types::body::BodyStructure;
+    use imap_types::envelope::Address;
+    use mail_parser::MessageParser;
+
+    fn text(n: &NString<'_>) -> Option<String> {
+        n.0.as_ref().map(|s| String::from_utf8_lossy(s.as_ref()).into_owned())
+    }
+
+    fn parts(s: &BodyStructure<'static>) -> Vec<BodyStructure<'static>> {
+        match s {
+            BodyStructure::Multi { bodies, .. } => bodies.as_ref().to_vec(),
+            BodyStructure::Single { .. } => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn nested_text_parts_count_their_lines_and_content_ids_keep_their_brackets() {
+        let m =
+            MessageParser::default().parse(crate::imap::section::tests::NESTED).expect("parsed"); // ok: test
+        let top = body_structure(&m);
+        let outer = parts(&top);
+        assert_eq!(outer.len(), 3, "{top:?}");
+        let BodyStructure::Single { body, .. } = &outer[1] else { panic!("{top:?}") };
+        assert_eq!(text(&body.basic.id).as_deref(), Some("<abc@x.test>"));
+        let SpecificFields::Message { body_structure: inner, number_of_lines, .. } = &body.specific
+        else {
+            panic!("{top:?}")
+        };
+        assert_eq!(*number_of_lines, 14);
+        let alternatives = parts(inner);
+        let BodyStructure::Single { body, .. } = &alternatives[0] else { panic!("{inner:?}") };
+        assert!(
+            matches!(body.specific, SpecificFields::Text { number_of_lines: 2, .. }),
+            "{body:?}"
+        );
+        let BodyStructure::Single { body, .. } = &outer[2] else { panic!("{top:?}") };
+        let SpecificFields::Message { body_structure: single, .. } = &body.specific else {
+            panic!("{top:?}")
+        };
+        let BodyStructure::Single { body, .. } = single.as_ref() else { panic!("{single:?}") };
+        assert!(
+            matches!(body.specific, SpecificFields::Text { number_of_lines: 2, .. }),
+            "{body:?}"
+        );
+    }
+
+    fn rendered(addresses: &[Address<'static>]) -> String {
+        let one = |n: &NString<'_>| text(n).map_or("NIL".to_owned(), |s| format!("{s:?}"));
+        addresses
+            .iter()
+            .map(|a| {
+                format!("({} {} {} {})", one(&a.name), one(&a.adl), one(&a.mailbox), one(&a.host))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn envelopes_keep_groups_and_the_fields_as_written() {
+        let raw = b"From: =?utf-8?q?Ann_B=C3=A9?= <ann@x.test>\r\n\
+            To: team: \"Bob \\\"B\\\"\" <bob@y.test>, carl@z.test (Carl);, dan@w.test\r\n\
+            Cc: undisclosed-recipients:;\r\n\
+            Bcc: <@relay.test,@b.test:eve@v.test>\r\n\
+            Subject: =?utf-8?q?caf=C3=A9?=\r\n folded\r\n\r\nbody\r\n";
+        let m = MessageParser::default().parse(raw.as_slice()).expect("parsed"); // ok: test
+        let e = envelope(&m);
+        assert_eq!(text(&e.subject).as_deref(), Some("=?utf-8?q?caf=C3=A9?= folded"));
+        assert_eq!(rendered(&e.from), r#"("=?utf-8?q?Ann_B=C3=A9?=" NIL "ann" "x.test")"#);
+        assert_eq!(rendered(&e.sender), rendered(&e.from));
+        assert_eq!(
+            rendered(&e.to),
+            concat!(
+                r#"(NIL NIL "team" NIL)("Bob \"B\"" NIL "bob" "y.test")"#,
+                r#"("Carl" NIL "carl" "z.test")(NIL NIL NIL NIL)(NIL NIL "dan" "w.test")"#
+            )
+        );
+        assert_eq!(rendered(&e.cc), r#"(NIL NIL "undisclosed-recipients" NIL)(NIL NIL NIL NIL)"#);
+        assert_eq!(rendered(&e.bcc), r#"(NIL "@relay.test,@b.test" "eve" "v.test")"#);
+    }
 }

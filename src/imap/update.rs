@@ -13,9 +13,10 @@ use imap_types::response::{Code, Data, Status, StatusKind};
 use imap_types::sequence::SequenceSet;
 
 use super::conn::Conn;
+use super::fetch::INVALID_SET;
 use super::mailboxes::{folder, nonzero};
 use super::message::{appended, load};
-use super::reply::{bad, failed, flag_name, flags_fetch, no, ok, status};
+use super::reply::{bad, failed, flags_fetch, no, ok, status, storable};
 use super::session::Session;
 use crate::store::Folder;
 
@@ -46,11 +47,19 @@ impl Session {
         flags: &[Flag<'static>],
         uid: bool,
     ) -> Status<'static> {
-        let Some(view) = self.view.as_ref() else { return bad(tag, "select a folder first") };
+        let Some(view) = self.view.as_mut() else { return bad(tag, "select a folder first") };
         if view.read_only {
             return no(tag, "the folder is read-only (EXAMINE)");
         }
-        let given: Vec<String> = flags.iter().map(flag_name).collect();
+        if !uid && !view.names_messages(set) {
+            return bad(tag, INVALID_SET);
+        }
+        let given = storable(flags);
+        // A keyword new to the folder is announced before the messages that carry it.
+        if kind != StoreType::Remove && view.learn(&given) {
+            conn.enqueue_data(Data::Flags(view.flag_list()));
+        }
+        let view = &*view;
         let (mailbox, f) = (view.mailbox.clone(), view.folder);
         let positions = view.resolve(set, uid);
         for chunk in positions.chunks(CHUNK) {
@@ -149,6 +158,9 @@ impl Session {
         match self.expunge_marked(only).await {
             Ok(seqs) => {
                 seqs.into_iter().for_each(|s| conn.enqueue_data(Data::Expunge(s)));
+                // Then what other sessions removed, by the numbers the client now knows: a
+                // client that expunges expects its view to be current when this completes.
+                self.announce(conn).await;
                 ok(tag, "EXPUNGE completed")
             }
             Err(e) => failed(tag, &e),
@@ -169,6 +181,9 @@ impl Session {
         let Some(view) = self.view.as_ref() else { return bad(tag, "select a folder first") };
         if moving && view.read_only {
             return no(tag, "the folder is read-only (EXAMINE)");
+        }
+        if !uid && !view.names_messages(set) {
+            return bad(tag, INVALID_SET);
         }
         let positions = view.resolve(set, uid);
         let result = if moving && to != view.folder {
@@ -259,7 +274,7 @@ impl Session {
         let Some(email) = appended(&raw, &user, to, at) else {
             return no(tag, "the message cannot be parsed");
         };
-        let flags: Vec<String> = flags.iter().map(flag_name).collect();
+        let flags = storable(&flags);
         let quota = self.deps.quota_bytes;
         let appended = self
             .deps

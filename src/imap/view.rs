@@ -8,9 +8,10 @@ use imap_types::response::Data;
 use imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
 
 use imap_types::fetch::MessageDataItem;
+use imap_types::flag::Flag;
 
 use super::mailboxes::nonzero;
-use super::reply::flags_fetch;
+use super::reply::{flag, flags_fetch};
 use crate::store::{Folder, ImapEntry, ImapFolder, Store};
 
 pub struct View {
@@ -22,7 +23,13 @@ pub struct View {
     pub uids: Vec<u32>,
     /// The UIDs that are \Recent for this session, ascending.
     pub recent: Vec<u32>,
+    /// The keywords the folder's messages carry, as FLAGS told the client: it grows as new
+    /// ones are seen, and a new one means a new FLAGS response.
+    pub keywords: Vec<String>,
 }
+
+/// Keywords a FLAGS response lists at most; more can still be set (PERMANENTFLAGS has `\*`).
+const MAX_KEYWORDS: usize = 256;
 
 impl View {
     pub async fn open(
@@ -37,8 +44,48 @@ impl View {
             store.write(move |w| w.imap_select(&m, folder, now, !read_only)).await?;
         let m = mailbox.to_owned();
         let uids = store.read_long(move |r| r.imap_uids(&m, folder)).await?;
-        let recent = uids.iter().copied().filter(|u| *u > before).collect();
-        Ok(View { mailbox: mailbox.to_owned(), folder, read_only, state, uids, recent })
+        // A read-write SELECT claimed up to the last UID it saw; mail that arrived before the
+        // UIDs were read is claimed now, unless another session took it first (\Recent shows in
+        // one session only).
+        let claimed = if read_only { u32::MAX } else { state.seen_uid };
+        let mut recent: Vec<u32> =
+            uids.iter().copied().filter(|u| *u > before && *u <= claimed).collect();
+        if let Some(&last) = uids.last().filter(|last| **last > claimed) {
+            let m = mailbox.to_owned();
+            let taken = store.write(move |w| w.imap_take_recent(&m, folder, last)).await?;
+            recent.extend(uids.iter().copied().filter(|u| *u > taken.max(claimed)));
+        }
+        let mailbox = mailbox.to_owned();
+        Ok(View { mailbox, folder, read_only, state, uids, recent, keywords: Vec::new() })
+    }
+
+    /// Reads the keywords the folder's messages carry, for the FLAGS of a SELECT (a pass over
+    /// the folder that STATUS has no need of).
+    pub async fn read_keywords(&mut self, store: &Store) -> crate::store::Result<()> {
+        let (m, f) = (self.mailbox.clone(), self.folder);
+        self.keywords = store.read_long(move |r| r.imap_keywords(&m, f, MAX_KEYWORDS)).await?;
+        Ok(())
+    }
+
+    /// The flags FLAGS lists: the system flags, then the keywords in use.
+    pub fn flag_list(&self) -> Vec<Flag<'static>> {
+        let mut flags = vec![Flag::Answered, Flag::Flagged, Flag::Deleted, Flag::Seen, Flag::Draft];
+        flags.extend(self.keywords.iter().filter_map(|k| flag(k)));
+        flags
+    }
+
+    /// Takes note of the keywords in `flags`; whether any was new (the client is then told
+    /// with a new FLAGS response).
+    pub fn learn(&mut self, flags: &[String]) -> bool {
+        let mut new = false;
+        for k in flags.iter().filter(|f| !f.starts_with('\\')) {
+            let known = self.keywords.iter().any(|have| have.eq_ignore_ascii_case(k));
+            if !known && self.keywords.len() < MAX_KEYWORDS && flag(k).is_some() {
+                self.keywords.push(k.clone());
+                new = true;
+            }
+        }
+        new
     }
 
     pub fn is_recent(&self, uid: u32) -> bool {
@@ -76,6 +123,13 @@ impl View {
             self.recent.extend(arrived.into_iter().filter(|u| *u > taken));
             let recent = self.uids.iter().filter(|u| self.is_recent(**u)).count();
             out.push(Data::Recent(recent as u32));
+        }
+        let mut new = false;
+        for e in &entries {
+            new |= self.learn(&e.meta.flags);
+        }
+        if new {
+            out.push(Data::Flags(self.flag_list()));
         }
         out.extend(entries.into_iter().filter_map(|e| self.flags_of(&e)));
         Ok(out)
@@ -147,6 +201,21 @@ impl View {
         out
     }
 
+    /// Whether every message sequence number of `set` names a message: a number past the last
+    /// one is an error (RFC 9051 6.4.4; Dovecot answers BAD), and `*` is the last message, so in
+    /// an empty folder it names none. UID sets are never wrong (UIDs not there are skipped).
+    pub fn names_messages(&self, set: &SequenceSet) -> bool {
+        let len = self.uids.len() as u32;
+        let known = |v: &SeqOrUid| match v {
+            SeqOrUid::Value(n) => n.get() <= len,
+            SeqOrUid::Asterisk => len > 0,
+        };
+        set.0.as_ref().iter().all(|seq| match seq {
+            Sequence::Single(v) => known(v),
+            Sequence::Range(x, y) => known(x) && known(y),
+        })
+    }
+
     /// Drops `gone` (UIDs this session removed); their sequence numbers, highest first, as the
     /// EXPUNGE responses that tell it must go.
     pub fn forget(&mut self, gone: &[u32]) -> Vec<NonZeroU32> {
@@ -175,6 +244,7 @@ mod tests {
             state: ImapFolder::default(),
             uids,
             recent: Vec::new(),
+            keywords: Vec::new(),
         }
     }
 
@@ -188,6 +258,17 @@ mod tests {
         assert_eq!(v.resolve(&set("6:8"), true), Vec::<usize>::new());
         assert_eq!(v.resolve(&set("20:*"), true), vec![3], "a range with * holds the last");
         assert_eq!(v.resolve(&set("9:100"), false), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn sequence_numbers_past_the_last_message_name_none() {
+        let set = |s: &str| SequenceSet::try_from(s).expect("set"); // ok: test
+        let v = view(vec![3, 5]);
+        assert!(v.names_messages(&set("1:2,*")) && v.names_messages(&set("2:*")));
+        assert!(!v.names_messages(&set("3")) && !v.names_messages(&set("1:3")));
+        assert!(!v.names_messages(&set("3:*")), "3:* is 2:3");
+        assert!(!view(Vec::new()).names_messages(&set("1:*")));
+        assert!(!view(Vec::new()).names_messages(&set("*")));
     }
 
     #[test]

@@ -269,6 +269,32 @@ impl Rtx {
         Ok(out)
     }
 
+    /// The keywords (flags without a backslash) the messages of a folder carry, each once in
+    /// the case first seen, at most `limit` of them: what SELECT lists in FLAGS. One pass over
+    /// the folder, as reading its UIDs is.
+    pub(super) fn imap_keywords_of(
+        &self,
+        mailbox: &str,
+        code: u8,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let table = self.tx.open_table(IMAP_UIDS)?;
+        let metas = self.tx.open_table(IMAP_MESSAGES)?;
+        let mut out: Vec<String> = Vec::new();
+        let mut lower = std::collections::HashSet::new();
+        for entry in table.range((mailbox, code, 0u32)..=(mailbox, code, u32::MAX))? {
+            let entry = entry?;
+            let Some(meta) = metas.get(entry.1.value())? else { continue };
+            let meta = decode::<ImapMeta>(meta.value())?;
+            for flag in meta.flags.into_iter().filter(|f| !f.starts_with('\\')) {
+                if out.len() < limit && lower.insert(flag.to_ascii_lowercase()) {
+                    out.push(flag);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The UIDs whose flags changed after folder change `since`, ascending by change.
     pub(super) fn imap_flag_changes_of(
         &self,

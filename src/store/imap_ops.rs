@@ -118,6 +118,16 @@ impl Rtx {
         self.imap_uids_of(mailbox, folder.code())
     }
 
+    /// The keywords the folder's messages carry (at most `limit`).
+    pub fn imap_keywords(
+        &self,
+        mailbox: &str,
+        folder: Folder,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        self.imap_keywords_of(mailbox, folder.code(), limit)
+    }
+
     /// The UIDs whose flags changed after folder change `since`.
     pub fn imap_flag_changes(&self, mailbox: &str, folder: Folder, since: u64) -> Result<Vec<u32>> {
         self.imap_flag_changes_of(mailbox, folder.code(), since)

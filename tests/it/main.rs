@@ -35,6 +35,7 @@ mod health;
 mod idempotency;
 mod idle_connections;
 mod imap;
+mod imap_conformance;
 mod imap_news;
 mod inbound;
 mod inbound_dmarc;

@@ -125,7 +125,9 @@ fn reads(c: &mut Criterion) {
         b.iter(|| {
             must(
                 "page",
-                store.read_blocking(|r| r.folder_page(black_box(MAILBOX), Folder::Sent, 50, None)),
+                store.read_blocking(|r| {
+                    r.folder_page(black_box(MAILBOX), Folder::Sent, 50, None, None)
+                }),
             )
         })
     });

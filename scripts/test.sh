@@ -5,7 +5,7 @@
 #
 # The tests drive real peers: msmtp, mbsync and neomutt (mail clients; docs/mail-clients.md),
 # dnsmasq (a local DNS for docs/offline.md), Chromium through chromedriver (the
-# dashboard), curl (the README's and docs' commands), openssl, PostgreSQL's initdb and pg_ctl (a
+# dashboard), imaptest (Dovecot's IMAP compliance suite, built from ../shared/peers), curl (the README's and docs' commands), openssl, PostgreSQL's initdb and pg_ctl (a
 # throwaway cluster on 127.0.0.1), and a Python client generated from schema/openapi.yaml (a venv
 # with openapi-python-client). Everything runs on 127.0.0.1; only these installs need a network.
 set -euo pipefail
@@ -24,6 +24,11 @@ need curl curl
 need openssl openssl
 need python3 python3 python3-venv
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+# imaptest (Dovecot's IMAP compliance suite, tests/it/imaptest.rs) builds against libdovecot.
+for pkg in dovecot-core dovecot-dev autoconf automake libtool pkg-config make gcc libssl-dev \
+  zlib1g-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
 if ((${#missing[@]})); then
   echo "scripts/test.sh: installing ${missing[*]}" >&2
   "${sudo[@]}" apt-get update -qq
@@ -42,6 +47,12 @@ if ! [ -x "$venv/bin/openapi-python-client" ] || ! [ -x "$venv/bin/ruff" ]; then
   }
   "$venv/bin/pip" install --quiet openapi-python-client==0.29.1 ruff==0.17.6
 fi
+
+# imaptest from the source kept beside the workspace (IMAPTEST_PEERS overrides where); it
+# builds once into ~/.cache/imaptest.
+peers=${IMAPTEST_PEERS:-$(cd .. && pwd)/shared/peers}
+[ -d "$peers" ] || peers=/work/shared/peers
+"$peers/imaptest/build.sh" >/dev/null
 
 # The binary as `cargo run --release` builds it (without the test-only features cargo unifies
 # into `cargo test`'s build): the README's and the docs' `cargo run --release -- demo` blocks,

@@ -165,3 +165,12 @@ pub async fn delete(ctx: Ctx) -> Result<Reply> {
     ctx.app.store.write(move |w| w.delete_mailbox(&domain, &local)).await?;
     Reply::ok(&serde_json::json!({ "deleted": true }))
 }
+
+/// The mailbox named by the path, lower-cased, if it exists on the key's domain.
+pub async fn mailbox_address(ctx: &Ctx) -> Result<String> {
+    let domain = ctx.domain()?.to_owned();
+    let local = local_part_of(ctx.param("address"), &domain)?;
+    let address = format!("{local}@{domain}");
+    let found = ctx.app.store.read(move |r| r.mailbox(&domain, &local)).await?;
+    found.map(|_| address).ok_or_else(|| Error::not_found("mailbox"))
+}

@@ -6,6 +6,7 @@ pub mod bounces;
 pub mod contacts;
 pub mod downloads;
 pub mod emails;
+pub mod folders;
 pub mod health;
 pub mod input;
 pub mod mailboxes;
@@ -51,12 +52,27 @@ pub fn routes() -> Vec<Route> {
             Domain,
             handler!(passwords::delete),
         ),
+        r(Method::GET, "/v1/mailboxes/{address}/folders", Domain, handler!(folders::list)),
+        r(Method::POST, "/v1/mailboxes/{address}/folders", Domain, handler!(folders::create)),
+        r(
+            Method::PATCH,
+            "/v1/mailboxes/{address}/folders/{name}",
+            Domain,
+            handler!(folders::rename),
+        ),
+        r(
+            Method::DELETE,
+            "/v1/mailboxes/{address}/folders/{name}",
+            Domain,
+            handler!(folders::delete),
+        ),
         r(Method::GET, "/v1/sender-groups", Domain, handler!(sender_groups::list)),
         r(Method::POST, "/v1/sender-groups", Domain, handler!(sender_groups::create)),
         r(Method::PATCH, "/v1/sender-groups/{id}", Domain, handler!(sender_groups::update)),
         r(Method::DELETE, "/v1/sender-groups/{id}", Domain, handler!(sender_groups::delete)),
         r(Method::GET, "/v1/emails", Domain, handler!(emails::list)),
         r(Method::GET, "/v1/emails/{id}", Domain, handler!(emails::get)),
+        r(Method::PATCH, "/v1/emails/{id}", Domain, handler!(emails::update)),
         r(Method::DELETE, "/v1/emails/{id}", Domain, handler!(emails::delete)),
         r(Method::GET, "/v1/emails/{id}/raw", Domain, handler!(downloads::raw)),
         r(
@@ -118,6 +134,8 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = mailboxes::parse_create(data, "example.com");
     let _ = mailboxes::parse_update(data);
     let _ = passwords::parse_create(data);
+    let _ = folders::parse_name(data);
+    let _ = emails::parse_patch(data);
     let _ = sender_groups::parse_create(data, "example.com");
     let _ = sender_groups::parse_update(data, "example.com");
     let _ = contacts::parse_upsert(data);

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::mailboxes::local_part_of;
-use crate::error::{Error, Result};
+use super::mailboxes::mailbox_address;
+use crate::error::Result;
 use crate::http::request::parse_json;
 use crate::http::{Ctx, Reply};
 use crate::store::AppPassword;
@@ -43,15 +43,6 @@ struct Created<'a> {
     name: &'a str,
     password: &'a str,
     created_at: u64,
-}
-
-/// The mailbox named by the path, lower-cased, if it exists on the key's domain.
-async fn mailbox_address(ctx: &Ctx) -> Result<String> {
-    let domain = ctx.domain()?.to_owned();
-    let local = local_part_of(ctx.param("address"), &domain)?;
-    let address = format!("{local}@{domain}");
-    let found = ctx.app.store.read(move |r| r.mailbox(&domain, &local)).await?;
-    found.map(|_| address).ok_or_else(|| Error::not_found("mailbox"))
 }
 
 pub async fn create(ctx: Ctx) -> Result<Reply> {

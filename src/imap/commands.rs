@@ -6,7 +6,7 @@ use imap_types::core::Tag;
 use imap_types::response::Status;
 
 use super::conn::{Conn, ConnError};
-use super::reply::{bad, no, ok};
+use super::reply::{bad, ok};
 use super::session::Session;
 
 impl Session {
@@ -19,22 +19,21 @@ impl Session {
         Ok(match body {
             CommandBody::Select { mailbox, .. } => self.select(conn, tag, &mailbox, false).await,
             CommandBody::Examine { mailbox, .. } => self.select(conn, tag, &mailbox, true).await,
-            CommandBody::List { reference, mailbox_wildcard }
-            | CommandBody::Lsub { reference, mailbox_wildcard } => {
-                self.list(conn, tag, &reference, &mailbox_wildcard)
+            CommandBody::List { reference, mailbox_wildcard } => {
+                self.list(conn, tag, &reference, &mailbox_wildcard, false).await
+            }
+            CommandBody::Lsub { reference, mailbox_wildcard } => {
+                self.list(conn, tag, &reference, &mailbox_wildcard, true).await
             }
             CommandBody::Status { mailbox, item_names } => {
                 self.status_of(conn, tag, &mailbox, &item_names).await
             }
             CommandBody::Namespace => self.namespace(conn, tag),
-            CommandBody::Create { .. }
-            | CommandBody::Delete { .. }
-            | CommandBody::Rename { .. } => {
-                no(tag, "the folders are fixed: INBOX, Sent, Drafts, Trash")
-            }
-            CommandBody::Subscribe { .. } | CommandBody::Unsubscribe { .. } => {
-                ok(tag, "every folder is subscribed")
-            }
+            CommandBody::Create { mailbox } => self.create(tag, &mailbox).await,
+            CommandBody::Delete { mailbox } => self.delete(tag, &mailbox).await,
+            CommandBody::Rename { from, to } => self.rename(tag, &from, &to).await,
+            CommandBody::Subscribe { mailbox } => self.subscribe(tag, &mailbox, true).await,
+            CommandBody::Unsubscribe { mailbox } => self.subscribe(tag, &mailbox, false).await,
             CommandBody::Append { mailbox, flags, date, message } => {
                 self.append(conn, tag, &mailbox, flags, date, message).await
             }

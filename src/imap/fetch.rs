@@ -13,8 +13,8 @@ use mail_parser::Message;
 
 use super::conn::{Conn, ConnError};
 use super::envelope::envelope;
-use super::mailboxes::nonzero;
 use super::message::{Loaded, load};
+use super::names::nonzero;
 use super::reply::{bad, failed, flags_fetch, ok};
 use super::section::{extract, header_block, text};
 use super::session::Session;

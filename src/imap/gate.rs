@@ -28,8 +28,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::reply::limit_code;
 
 /// The whole of a command before login, literals included: a LOGIN or an AUTHENTICATE fits
-/// many times over.
-pub const BEFORE_LOGIN: usize = 8 * 1024;
+/// many times over, and so does the largest ID RFC 2971 allows (30 fields of 30 and 1024
+/// octets, quoted: about 32 KiB, which imaptest's `id` file sends).
+pub const BEFORE_LOGIN: usize = 40 * 1024;
 /// The largest literal after login (an APPEND of a large message fits).
 pub const MAX_LITERAL: u32 = 40 * 1024 * 1024;
 /// The longest line of a command after login (Dovecot's default too); literals come on top.
@@ -243,7 +244,7 @@ impl Gate {
     /// when it can, the budget now covers the command.
     fn refusal(&mut self, length: u32, total: usize) -> Option<(Code<'static>, &'static str)> {
         if !self.logged_in {
-            let text = "log in first: commands before login take 8 KiB at most";
+            let text = "log in first: commands before login take 40 KiB at most";
             return (total > BEFORE_LOGIN).then(|| (limit_code(), text));
         }
         if length > MAX_LITERAL || total > MAX_COMMAND as usize {
@@ -269,7 +270,7 @@ impl Gate {
     fn too_long(&self) -> &'static str {
         match self.logged_in {
             true => "command line too long (64 KiB at most)",
-            false => "log in first: commands before login take 8 KiB at most",
+            false => "log in first: commands before login take 40 KiB at most",
         }
     }
 
@@ -374,28 +375,28 @@ mod tests {
     }
 
     #[test]
-    fn before_login_a_command_takes_8_kib_at_most() {
+    fn before_login_a_command_takes_40_kib_at_most() {
         let budget = Budget::new(1 << 20);
         // A synchronizing literal past it: refused before the client sends it; the session
         // goes on.
         let mut wire = Wire::new(&budget);
-        let out = wire.send(b"a1 LOGIN {9000}\r\na2 NOOP\r\n", 5);
+        let out = wire.send(b"a1 LOGIN {425000}\r\na2 NOOP\r\n", 5);
         assert!(out.contains("a1 NO [LIMIT] log in first") && !out.contains("+ "), "{out}");
         assert_eq!(wire.commands, ["NOOP"]);
         // Within it, across two literals: taken.
         let mut wire = Wire::new(&budget);
         let ok = format!(
-            "a1 LOGIN {{4000}}\r\n{} {{4000}}\r\n{}\r\n",
-            "u".repeat(4000),
-            "p".repeat(4000)
+            "a1 LOGIN {{20000}}\r\n{} {{20000}}\r\n{}\r\n",
+            "u".repeat(20000),
+            "p".repeat(20000)
         );
         let out = wire.send(ok.as_bytes(), 512);
         assert_eq!(wire.commands, ["LOGIN"], "{out}");
         // Past it with the second literal, or with LITERAL+, or with a long line: BYE.
         for bad in [
-            format!("a1 LOGIN {{4000}}\r\n{} {{5000}}\r\n", "u".repeat(4000)),
-            "a1 LOGIN {9000+}\r\n".to_owned(),
-            format!("a1 LOGIN {}", "u".repeat(9000)),
+            format!("a1 LOGIN {{20000}}\r\n{} {{25000}}\r\n", "u".repeat(20000)),
+            "a1 LOGIN {425000+}\r\n".to_owned(),
+            format!("a1 LOGIN {}", "u".repeat(425000)),
         ] {
             let mut wire = Wire::new(&budget);
             let out = wire.send(bad.as_bytes(), 1000);

@@ -8,7 +8,8 @@
 //! - `gate`       what the flow may take in: command sizes before and after login, the budget
 //! - `session`    the session's state, the command loop, any-state commands, logging in
 //! - `commands`   the commands of a logged-in session, to their handlers
-//! - `mailboxes`  folder names and SPECIAL-USE, LIST, STATUS, SELECT, NAMESPACE
+//! - `folders`    LIST and LSUB, CREATE, DELETE, RENAME, SUBSCRIBE: the folder list
+//! - `mailboxes`  SELECT, EXAMINE, STATUS, NAMESPACE
 //! - `view`       the selected folder: UIDs and sequence numbers, what changed
 //! - `fetch`      FETCH, chunk by chunk
 //! - `section`    BODY[section] bytes
@@ -18,6 +19,8 @@
 //! - `update`     STORE, EXPUNGE, COPY, MOVE, APPEND
 //! - `idle`       IDLE
 //! - `message`    the bytes of a stored message, and the email an APPEND makes
+//! - `names`      folder names across IMAP: modified UTF-7 or UTF-8, the folder a name means
+//! - `utf7`       modified UTF-7 (RFC 3501 5.1.3)
 //! - `reply`      tagged completions, flags
 //! - `reader`     the command reader alone, for the fuzz target
 
@@ -25,10 +28,12 @@ mod commands;
 pub mod conn;
 mod envelope;
 mod fetch;
+mod folders;
 mod gate;
 mod idle;
 mod mailboxes;
 mod message;
+mod names;
 pub mod reader;
 mod reply;
 mod search;
@@ -36,6 +41,7 @@ mod section;
 mod session;
 mod structure;
 mod update;
+mod utf7;
 mod view;
 
 use std::sync::Arc;

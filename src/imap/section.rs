@@ -24,9 +24,7 @@ pub fn extract(message: &Message<'_>, section: Option<&Section<'_>>) -> Vec<u8> 
         Section::Header(part) => {
             inner(message, part.as_ref().map(|p| p.0.as_ref())).map(|m| header_block(m).to_vec())
         }
-        Section::Text(part) => {
-            inner(message, part.as_ref().map(|p| p.0.as_ref())).map(|m| text(m).to_vec())
-        }
+        Section::Text(part) => text_of(message, part.as_ref().map(|p| p.0.as_ref())),
         Section::HeaderFields(part, names) => inner(message, part.as_ref().map(|p| p.0.as_ref()))
             .map(|m| fields(header_block(m), names.as_ref(), true)),
         Section::HeaderFieldsNot(part, names) => {
@@ -112,12 +110,28 @@ pub fn header_block<'a>(m: &'a Message<'_>) -> &'a [u8] {
     slice(m, root.offset_header, root.offset_body).unwrap_or_default()
 }
 
-/// A message's text: its body, after the header.
+/// The TEXT of the message, or of the message attached at `path`. An attached message's text
+/// runs to the end of the part holding it, past the closing boundary of its own multipart (its
+/// epilogue is its text too).
+fn text_of(message: &Message<'_>, path: Option<&[NonZeroU32]>) -> Option<Vec<u8>> {
+    let Some(path) = path else { return Some(text(message).to_vec()) };
+    match walk(message, path)? {
+        At::Part(m, p) => match &p.body {
+            PartType::Message(inner) => {
+                let start = inner.part(0)?.offset_body;
+                slice(m, start, p.offset_end.max(start)).map(<[u8]>::to_vec)
+            }
+            _ => None,
+        },
+        At::Message(m) => Some(text(m).to_vec()),
+    }
+}
+
+/// The text of the whole stored message: everything after its header, the epilogue of a
+/// multipart included.
 pub fn text<'a>(m: &'a Message<'_>) -> &'a [u8] {
     let Some(root) = m.part(0) else { return &[] };
-    let raw = buffer(m);
-    let to = (root.offset_end as usize).min(raw.len());
-    raw.get(root.offset_body as usize..to).unwrap_or_default()
+    buffer(m).get(root.offset_body as usize..).unwrap_or_default()
 }
 
 /// The header fields named in `names` (or all others, when not `keep`), then the empty line.

@@ -37,13 +37,15 @@ pub struct Session {
     /// The mailbox logged in as.
     pub user: Option<String>,
     pub view: Option<View>,
+    /// Whether the client enabled UTF8=ACCEPT: folder names cross as UTF-8, not modified UTF-7.
+    pub utf8: bool,
     /// The AUTHENTICATE exchange under way.
     auth_tag: Option<Tag<'static>>,
 }
 
 impl Session {
     pub fn new(deps: Arc<Deps>, ip: IpAddr, tls: bool, can_starttls: bool) -> Session {
-        Session { deps, ip, tls, can_starttls, user: None, view: None, auth_tag: None }
+        Session { deps, ip, tls, can_starttls, user: None, view: None, utf8: false, auth_tag: None }
     }
 
     fn timeout(&self) -> Duration {
@@ -150,6 +152,7 @@ impl Session {
             Capability::Id,
             Capability::Unselect,
             other("SPECIAL-USE"),
+            other("UIDPLUS"),
             Capability::LiteralPlus,
         ]);
         Vec1::try_from(caps).unwrap_or_else(|_| Vec1::from(Capability::Imap4Rev1))

@@ -3,9 +3,10 @@
 
 use std::num::NonZeroU32;
 
-use imap_types::core::Tag;
+use imap_types::core::{Tag, Vec1};
 use imap_types::datetime::DateTime;
 use imap_types::extensions::binary::LiteralOrLiteral8;
+use imap_types::extensions::uidplus::{UidElement, UidSet};
 use imap_types::fetch::MessageDataItem;
 use imap_types::flag::{Flag, StoreResponse, StoreType};
 use imap_types::mailbox::Mailbox;
@@ -14,8 +15,8 @@ use imap_types::sequence::SequenceSet;
 
 use super::conn::Conn;
 use super::fetch::INVALID_SET;
-use super::mailboxes::{folder, nonzero};
 use super::message::{appended, load};
+use super::names::{nonzero, resolve};
 use super::reply::{bad, failed, flags_fetch, no, ok, status, storable};
 use super::session::Session;
 use crate::store::Folder;
@@ -167,6 +168,21 @@ impl Session {
         }
     }
 
+    /// The folder COPY, MOVE or APPEND puts mail into, or the NO (`[TRYCREATE]` for a name
+    /// that names none, so the client may CREATE it and try again).
+    async fn target(
+        &self,
+        tag: &Tag<'static>,
+        mailbox: &Mailbox<'_>,
+    ) -> Result<Folder, Status<'static>> {
+        let user = self.user.clone().unwrap_or_default();
+        match resolve(&self.deps.store, &user, mailbox, self.utf8).await {
+            Ok(Some(folder)) => Ok(folder),
+            Ok(None) => Err(status(tag, StatusKind::No, Some(Code::TryCreate), "no such folder")),
+            Err(e) => Err(failed(tag, &e)),
+        }
+    }
+
     /// COPY, or MOVE when `moving`.
     pub(super) async fn transfer(
         &mut self,
@@ -177,7 +193,10 @@ impl Session {
         uid: bool,
         moving: bool,
     ) -> Status<'static> {
-        let Some(to) = folder(target) else { return no(tag, "[TRYCREATE] no such folder") };
+        let to = match self.target(tag, target).await {
+            Ok(to) => to,
+            Err(no) => return no,
+        };
         let Some(view) = self.view.as_ref() else { return bad(tag, "select a folder first") };
         if moving && view.read_only {
             return no(tag, "the folder is read-only (EXAMINE)");
@@ -186,50 +205,77 @@ impl Session {
             return bad(tag, INVALID_SET);
         }
         let positions = view.resolve(set, uid);
-        let result = if moving && to != view.folder {
-            self.move_to(&positions, to).await.map(|seqs| {
+        // A MOVE to the selected folder itself gives the messages new UIDs (RFC 6851 3.3).
+        let result = if moving {
+            self.move_to(&positions, to).await.map(|(seqs, code)| {
+                // RFC 6851: the COPYUID of a MOVE comes untagged, before the expunges.
+                if let Some(code) = code
+                    && let Ok(line) = Status::ok(None, Some(code), "moved")
+                {
+                    conn.enqueue(line);
+                }
                 seqs.into_iter().for_each(|s| conn.enqueue_data(Data::Expunge(s)));
+                None
             })
-        } else if moving {
-            Ok(())
         } else {
             self.copy_to(&positions, to).await
         };
-        if let Err(e) = result {
-            return failed(tag, &e);
-        }
+        let code = match result {
+            Ok(code) => code,
+            Err(e) => return failed(tag, &e),
+        };
         if self.view.as_ref().is_some_and(|v| v.folder == to) {
             self.announce(conn).await;
         }
-        ok(tag, if moving { "MOVE completed" } else { "COPY completed" })
+        status(tag, StatusKind::Ok, code, if moving { "MOVE completed" } else { "COPY completed" })
     }
 
+    /// Moves the messages at `positions` to `to`: their sequence numbers here (to expunge),
+    /// and the COPYUID of the move.
     async fn move_to(
         &mut self,
         positions: &[usize],
         to: Folder,
-    ) -> crate::store::Result<Vec<NonZeroU32>> {
-        let Some(view) = self.view.as_mut() else { return Ok(Vec::new()) };
+    ) -> crate::store::Result<(Vec<NonZeroU32>, Option<Code<'static>>)> {
+        let Some(view) = self.view.as_mut() else { return Ok((Vec::new(), None)) };
         let mut moved = Vec::new();
+        let mut pairs = Vec::new();
+        let mut validity = 0;
         for chunk in positions.chunks(CHUNK) {
             let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
             let loaded = load(&self.deps.store, &view.mailbox, view.folder, uids, false).await?;
-            let (m, ids): (String, Vec<String>) =
-                (view.mailbox.clone(), loaded.iter().map(|l| l.entry.id.clone()).collect());
+            let m = view.mailbox.clone();
+            let items: Vec<(u32, String)> =
+                loaded.iter().map(|l| (l.entry.uid, l.entry.id.clone())).collect();
             let now = crate::ids::now_ms();
-            self.deps
+            let (v, done) = self
+                .deps
                 .store
-                .write(move |w| -> crate::store::Result<()> {
-                    ids.iter().try_for_each(|id| w.imap_move(&m, id, to, now).map(|_| ()))
+                .write(move |w| -> crate::store::Result<_> {
+                    let validity = w.imap_open(&m, to, now)?.uid_validity;
+                    let mut done = Vec::with_capacity(items.len());
+                    for (uid, id) in &items {
+                        done.push((*uid, w.imap_move(&m, id, to, now)?));
+                    }
+                    Ok((validity, done))
                 })
                 .await?;
-            moved.extend(loaded.iter().map(|l| l.entry.uid));
+            validity = v;
+            moved.extend(done.iter().map(|(from, _)| *from));
+            pairs.extend(done);
         }
-        Ok(view.forget(&moved))
+        Ok((view.forget(&moved), copy_uid(validity, &pairs)))
     }
 
-    async fn copy_to(&mut self, positions: &[usize], to: Folder) -> crate::store::Result<()> {
-        let Some(view) = self.view.as_ref() else { return Ok(()) };
+    /// Copies the messages at `positions` to `to`; the COPYUID of the copy.
+    async fn copy_to(
+        &mut self,
+        positions: &[usize],
+        to: Folder,
+    ) -> crate::store::Result<Option<Code<'static>>> {
+        let Some(view) = self.view.as_ref() else { return Ok(None) };
+        let mut pairs = Vec::new();
+        let mut validity = 0;
         for chunk in positions.chunks(CHUNK) {
             let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
             let loaded = load(&self.deps.store, &view.mailbox, view.folder, uids, true).await?;
@@ -238,20 +284,27 @@ impl Session {
                 .filter_map(|l| {
                     let raw = l.raw?;
                     let email = appended(&raw, &view.mailbox, to, l.entry.meta.internal)?;
-                    Some((email, raw, l.entry.meta.flags))
+                    Some((l.entry.uid, email, raw, l.entry.meta.flags))
                 })
                 .collect();
             let now = crate::ids::now_ms();
-            self.deps
+            let m = view.mailbox.clone();
+            let (v, done) = self
+                .deps
                 .store
-                .write(move |w| -> crate::store::Result<()> {
-                    copies.iter().try_for_each(|(email, raw, flags)| {
-                        w.imap_append(email, raw, flags.clone(), now).map(|_| ())
-                    })
+                .write(move |w| -> crate::store::Result<_> {
+                    let validity = w.imap_open(&m, to, now)?.uid_validity;
+                    let mut done = Vec::with_capacity(copies.len());
+                    for (uid, email, raw, flags) in &copies {
+                        done.push((*uid, w.imap_append(email, raw, flags.clone(), now)?));
+                    }
+                    Ok((validity, done))
                 })
                 .await?;
+            validity = v;
+            pairs.extend(done);
         }
-        Ok(())
+        Ok(copy_uid(validity, &pairs))
     }
 
     pub(super) async fn append(
@@ -263,7 +316,10 @@ impl Session {
         date: Option<DateTime>,
         message: LiteralOrLiteral8<'static>,
     ) -> Status<'static> {
-        let Some(to) = folder(mailbox) else { return no(tag, "[TRYCREATE] no such folder") };
+        let to = match self.target(tag, mailbox).await {
+            Ok(to) => to,
+            Err(no) => return no,
+        };
         let raw = match message {
             LiteralOrLiteral8::Literal(l) => l.data().to_vec(),
             LiteralOrLiteral8::Literal8(l) => l.data.to_vec(),
@@ -299,6 +355,32 @@ impl Session {
         let code = Code::AppendUid { uid_validity: nonzero(validity), uid: nonzero(uid) };
         status(tag, StatusKind::Ok, Some(code), "APPEND completed")
     }
+}
+
+/// The COPYUID code (RFC 4315) of source and destination UIDs, in order; `None` when nothing
+/// was copied.
+fn copy_uid(validity: u32, pairs: &[(u32, u32)]) -> Option<Code<'static>> {
+    // Runs of consecutive UIDs as ranges: both lists ascend, so the sets still pair up.
+    let set = |uids: Vec<u32>| -> Option<UidSet> {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for u in uids {
+            match runs.last_mut() {
+                Some((_, end)) if *end + 1 == u => *end = u,
+                _ => runs.push((u, u)),
+            }
+        }
+        let elements: Vec<UidElement> = runs
+            .into_iter()
+            .map(|(a, b)| match a == b {
+                true => UidElement::Single(nonzero(a)),
+                false => UidElement::Range(nonzero(a), nonzero(b)),
+            })
+            .collect();
+        Vec1::try_from(elements).ok().map(UidSet)
+    };
+    let source = set(pairs.iter().map(|p| p.0).collect())?;
+    let destination = set(pairs.iter().map(|p| p.1).collect())?;
+    Some(Code::CopyUid { uid_validity: nonzero(validity), source, destination })
 }
 
 #[cfg(test)]

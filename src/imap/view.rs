@@ -10,7 +10,7 @@ use imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
 use imap_types::fetch::MessageDataItem;
 use imap_types::flag::Flag;
 
-use super::mailboxes::nonzero;
+use super::names::nonzero;
 use super::reply::{flag, flags_fetch};
 use crate::store::{Folder, ImapEntry, ImapFolder, Store};
 

@@ -307,6 +307,13 @@ impl Wtx<'_> {
         self.imap_moved(&place(before), &place(now))
     }
 
+    /// Gives a message a new UID in the folder it is in, its flags kept (IMAP's MOVE to the
+    /// folder it is in, RFC 6851 3.3).
+    pub(super) fn renumber_email(&mut self, summary: &Summary) -> Result<()> {
+        self.imap_removed(&place(summary), true)?;
+        self.imap_added(&place(summary))
+    }
+
     /// The email as stored, without the bodies a large received copy keeps only in its raw
     /// message: that is what writing it back must keep.
     pub(super) fn load_email(&self, id: &str) -> Result<Option<Email>> {
@@ -316,6 +323,17 @@ impl Wtx<'_> {
     /// Any stored email by id, for warmup bookkeeping inside a write.
     pub fn email_in_write(&self, id: &str) -> Result<Option<Email>> {
         self.load_email(id)
+    }
+
+    /// The ids of a folder's messages, oldest first.
+    pub(super) fn folder_ids(&self, mailbox: &str, folder: Folder) -> Result<Vec<String>> {
+        let index = self.tx.open_table(EMAIL_INDEX)?;
+        let code = folder.code();
+        let mut ids = Vec::new();
+        for entry in index.range((mailbox, code, 0u64, "")..(mailbox, code + 1, 0u64, ""))? {
+            ids.push(entry?.0.value().3.to_owned());
+        }
+        Ok(ids)
     }
 
     /// Removes every email of a mailbox; returns how many.
@@ -389,13 +407,15 @@ impl Rtx {
 
     /// Up to `limit` summaries of a folder, newest first, as a JSON array, starting after the
     /// position `after` (a `createdAt` and id). Also answers the position of the last summary
-    /// returned when more follow it.
+    /// returned when more follow it. A user folder's summaries carry its code, which `shown`
+    /// (the folder's name now) replaces.
     pub fn folder_page(
         &self,
         mailbox: &str,
         folder: Folder,
         limit: usize,
         after: Option<(u64, &str)>,
+        shown: Option<&str>,
     ) -> Result<(Vec<u8>, Option<Position>)> {
         let index = self.tx.open_table(EMAIL_INDEX)?;
         let lo = (mailbox, folder.code(), 0u64, "");
@@ -406,7 +426,18 @@ impl Rtx {
         let mut page = JsonPage::new(limit, 1024);
         // The position of the last entry taken, in one buffer rather than a copy per entry.
         let (mut last_at, mut last_id) = (0, String::new());
+        let mut renamed = Vec::new();
         index.scan(lo..hi, true, |(_, _, at, id), value| {
+            let value = match shown {
+                Some(name) => {
+                    let mut summary: serde_json::Value = super::decode(value)?;
+                    summary["folder"] = name.into();
+                    renamed.clear();
+                    serde_json::to_writer(&mut renamed, &summary)?;
+                    renamed.as_slice()
+                }
+                None => value,
+            };
             if page.add(value).is_break() {
                 return Ok(Flow::Break(()));
             }

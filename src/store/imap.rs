@@ -143,6 +143,25 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// Gives a folder just made its empty state, with `validity` as its UIDVALIDITY.
+    pub(super) fn imap_made(&mut self, mailbox: &str, code: u8, validity: u32) -> Result<()> {
+        self.imap_dropped(mailbox, code)?;
+        let state = ImapFolder { uid_validity: validity, uid_next: 1, ..ImapFolder::default() };
+        self.tx.open_table(IMAP_FOLDERS)?.insert((mailbox, code), encode(&state)?.as_slice())?;
+        Ok(())
+    }
+
+    /// Forgets the state of a folder that is gone (its messages went before).
+    pub(super) fn imap_dropped(&mut self, mailbox: &str, code: u8) -> Result<()> {
+        let uids = (mailbox, code, 0u32)..=(mailbox, code, u32::MAX);
+        self.tx.open_table(IMAP_UIDS)?.retain_in(uids, |_, _| false)?;
+        let log = (mailbox, code, 0u64)..=(mailbox, code, u64::MAX);
+        self.tx.open_table(IMAP_FLAG_LOG)?.retain_in(log, |_, _| false)?;
+        self.tx.open_table(IMAP_FOLDERS)?.remove((mailbox, code))?;
+        self.imap_changed = true;
+        Ok(())
+    }
+
     /// The folder's state, made now from the folder index when it has none yet (`initial`:
     /// the flags its messages start with).
     pub(super) fn imap_init(
@@ -293,6 +312,21 @@ impl Rtx {
             }
         }
         Ok(out)
+    }
+
+    /// The lowest UID of the folder whose message lacks `\\Seen`.
+    pub(super) fn imap_first_unseen_of(&self, mailbox: &str, code: u8) -> Result<Option<u32>> {
+        let table = self.tx.open_table(IMAP_UIDS)?;
+        let metas = self.tx.open_table(IMAP_MESSAGES)?;
+        for entry in table.range((mailbox, code, 0u32)..=(mailbox, code, u32::MAX))? {
+            let entry = entry?;
+            let Some(meta) = metas.get(entry.1.value())? else { continue };
+            let meta = decode::<ImapMeta>(meta.value())?;
+            if !meta.flags.iter().any(|f| f.eq_ignore_ascii_case("\\Seen")) {
+                return Ok(Some(entry.0.value().2));
+            }
+        }
+        Ok(None)
     }
 
     /// The UIDs whose flags changed after folder change `since`, ascending by change.

@@ -11,6 +11,12 @@ use super::{Rtx, Wtx};
 impl Wtx<'_> {
     /// The folder's UID state, made from the folder's messages on first use.
     pub fn imap_open(&mut self, mailbox: &str, folder: Folder, now: u64) -> Result<ImapFolder> {
+        if folder.is_user() {
+            // A user folder's state is made with the folder: none means it was deleted since
+            // its name was looked up, and nothing may be filed under its code.
+            let state = super::get_json(self, IMAP_FOLDERS, (mailbox, folder.code()))?;
+            return state.ok_or_else(|| Error::NotFound("folder not found".into()));
+        }
         self.imap_init(mailbox, folder.code(), folder.initial_flags(), now)
     }
 
@@ -55,6 +61,10 @@ impl Wtx<'_> {
         self.imap_open(mailbox, to, now)?;
         let email = self.load_email(id)?.filter(|e| e.summary.mailbox == mailbox);
         let Some(mut email) = email else { return Err(Error::not_found("email")) };
+        if email.summary.folder == to {
+            self.renumber_email(&email.summary)?;
+            return self.imap_uid(id);
+        }
         let before = email.summary.clone();
         email.summary.folder = to;
         self.replace_email(&before, &email)?;
@@ -126,6 +136,11 @@ impl Rtx {
         limit: usize,
     ) -> Result<Vec<String>> {
         self.imap_keywords_of(mailbox, folder.code(), limit)
+    }
+
+    /// The lowest UID without `\\Seen` (SELECT's `[UNSEEN]`).
+    pub fn imap_first_unseen(&self, mailbox: &str, folder: Folder) -> Result<Option<u32>> {
+        self.imap_first_unseen_of(mailbox, folder.code())
     }
 
     /// The UIDs whose flags changed after folder change `since`.

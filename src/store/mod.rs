@@ -7,6 +7,7 @@
 //! - `backup`       consistent copies between commits, restores, integrity checks
 //! - `migrate`      the schema version stamp and the upgrade steps
 //! - `removal`      what goes with a domain or a mailbox
+//! - `folders`      the folders users make: names, codes, subscriptions; create, rename, delete
 //! - `imap_ops`     what IMAP sessions read and change: folders in UID order, APPEND, MOVE, EXPUNGE
 //! - `warmup`       warmup enrollments, and pruning warmup mail
 //! - `groups`       sender groups
@@ -62,6 +63,7 @@ mod error;
 mod events;
 mod file;
 mod folder;
+mod folders;
 mod groups;
 mod idempotency;
 mod imap;
@@ -112,6 +114,7 @@ pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Summary, 
 pub use error::{Error, JobError, Result};
 pub use events::EventType;
 pub use file::Options;
+pub use folders::{DELIMITER, Discard, FolderEntry, MAX_NAME, check_name, system_named};
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
 pub use imap::{ImapEntry, ImapFolder, ImapMeta};

@@ -27,6 +27,7 @@ impl Wtx<'_> {
         let mut removed = Removed::default();
         for mailbox in self.domain_mailboxes(name)? {
             removed.emails += self.delete_mailbox_contents(&mailbox.address)?;
+            self.forget_folders(&mailbox.address)?;
             self.remove_app_passwords(&mailbox.address)?;
             removed.mailboxes += 1;
         }
@@ -48,6 +49,7 @@ impl Wtx<'_> {
         }
         let address = format!("{local}@{domain}");
         self.delete_mailbox_contents(&address)?;
+        self.forget_folders(&address)?;
         self.remove_app_passwords(&address)?;
         self.remove_from_groups(domain, &address)?;
         self.remove_warmup(domain, local)?;

@@ -141,6 +141,11 @@ pub const PACED: TableDefinition<&str, u64> = TableDefinition::new("paced");
 /// mailbox sent the contact: matches a reply that carries no threading headers.
 pub const SEQUENCE_MAIL: TableDefinition<(&str, &str), &str> =
     TableDefinition::new("sequence_mail");
+/// mailbox address -> `Registry` (`folders`): the folders its user made (name and code), its
+/// IMAP subscriptions, and the last UIDVALIDITY a made folder got. One small document per
+/// mailbox: a mailbox has at most 240 folders of its own, and every command that names one reads
+/// the list whole.
+pub const FOLDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("folders");
 /// (mailbox address, folder code) -> `ImapFolder`: a folder's UIDVALIDITY and next UID, made on
 /// first IMAP use.
 pub const IMAP_FOLDERS: TableDefinition<(&str, u8), &[u8]> = TableDefinition::new("imap_folders");

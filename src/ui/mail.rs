@@ -10,11 +10,10 @@ use maud::html;
 use super::call::{Call, enc, field, items, time_field};
 use super::layout::{page, secure};
 use super::{gate, or_page, visitor};
-use crate::api::{emails, mailboxes};
+use crate::api::{emails, folders, mailboxes};
 use crate::error::Result;
 use crate::handler;
 use crate::http::{Ctx, Reply};
-use crate::store::Folder;
 
 /// A message body: inline styles and embedded images only, and a frame of this dashboard only.
 const BODY_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
@@ -52,6 +51,8 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
     }
     let call = Call::new(&ctx, &user).query(query);
     let (found, next) = or_page!(call.run_page(handler!(emails::list)).await, &user, "/ui/mail");
+    let call = Call::new(&ctx, &user).param("address", mailbox.clone());
+    let folders = or_page!(call.run(handler!(folders::list)).await, &user, "/ui/mail");
     let body = html! {
         nav aria-label="Mailboxes" {
             ul.folders {
@@ -62,10 +63,15 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         }
         nav aria-label="Folders" {
             ul.folders {
-                @for f in Folder::ALL {
+                @for f in items(&folders) {
+                    @let name = field(f, "name");
+                    @let unread = f["unread"].as_u64().unwrap_or(0);
                     li {
-                        a href={ "/ui/mail?mailbox=" (enc(&mailbox)) "&folder=" (f.name()) }
-                            aria-current=[(f.name() == folder).then_some("true")] { (f.name()) }
+                        a href={ "/ui/mail?mailbox=" (enc(&mailbox)) "&folder=" (enc(&name)) }
+                            aria-current=[(name == folder).then_some("true")] {
+                            (name)
+                            @if unread > 0 { " (" (unread) ")" }
+                        }
                     }
                 }
             }

@@ -71,6 +71,14 @@ assert len(password.password) >= 16
 listed = call("mailboxes.list_app_passwords", 200, "list[AppPassword]", address="ada").parsed
 assert [p.id for p in listed] == [password.id], listed
 call("mailboxes.delete_app_password", 200, "Deleted", address="ada", id=password.id)
+made = call("mailboxes.create_folder", 201, "MailboxFolder", address="ada",
+            body=body("FolderName", {"name": "Projects/2026"})).parsed
+assert made.name == "Projects/2026" and made.total == 0, made
+call("mailboxes.rename_folder", 200, "MailboxFolder", address="ada", name="Projects/2026",
+     body=body("FolderName", {"name": "Projects/2027"}))
+folders = call("mailboxes.list_folders", 200, "list[MailboxFolder]", address="ada").parsed
+assert [f.name for f in folders][-2:] == ["Projects", "Projects/2027"], folders
+call("mailboxes.delete_folder", 200, "FolderDeleted", address="ada", name="Projects")
 
 # Sender groups.
 group = call("sender_groups.create_sender_group", 201, "SenderGroup",
@@ -85,7 +93,7 @@ sent = call("send.send_email", 200, "SendTransactionalResponse", body={
     "attachments": [{"filename": "notes.txt", "content": "aGVsbG8sIGZpbGU="}],
 }).parsed
 for _ in range(200):
-    inbox = call("emails.list_emails", 200, "list[EmailSummary]", mailbox="bob", folder=models.Folder.INBOX).parsed
+    inbox = call("emails.list_emails", 200, "list[EmailSummary]", mailbox="bob", folder="inbox").parsed
     if inbox:
         break
     time.sleep(0.05)
@@ -99,6 +107,9 @@ attachment = call("emails.get_email_attachment", 200, None, via=raw_client, id=r
 assert attachment.content == b"hello, file", attachment.content
 outbox = call("emails.list_emails", 200, "list[EmailSummary]", mailbox="ada").parsed
 call("emails.get_email", 200, "Email", id=sent.message_id)
+moved = call("emails.update_email", 200, "Email", id=received.id,
+             body=body("EmailPatch", {"folder": "archive", "flags": ["\\Seen"]})).parsed
+assert moved.folder == "archive" and moved.flags == ["\\Seen"], moved
 call("emails.delete_email", 200, "EmailDeleteResult", id=received.id)
 
 # Contacts.

@@ -226,7 +226,7 @@ fn two_mailboxes_warm_up_over_smtp_and_the_counts_show() {
     assert_eq!(w.server.terminate().code(), Some(0));
     let store = crate::harness::open_store(&w.dir.0); // ok: test
     let listed = store
-        .read_blocking(|r| r.folder_page("grace@beta.test", Folder::Warmup, 100, None))
+        .read_blocking(|r| r.folder_page("grace@beta.test", Folder::Warmup, 100, None, None))
         .expect("read the warmup folder"); // ok: test
     store.close();
     drop(store);

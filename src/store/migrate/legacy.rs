@@ -154,7 +154,7 @@ mod tests {
         let index: TableDefinition<(&str, u8, u64, &str), &[u8]> =
             TableDefinition::new("email_index");
         let mut index = must(tx.open_table(index));
-        let sent = Folder::Sent as u8;
+        let sent = Folder::Sent.code();
         for (mailbox, at, id) in [
             ("sales@demo.test", 5, "em_b"),
             ("sales@demo.test", 5, "em_a\0x"),
@@ -182,7 +182,7 @@ mod tests {
         let store = must(Store::open(&dir));
         let (mailbox, page, secret) = must(store.read_blocking(|r| -> crate::store::Result<_> {
             let mailbox = r.mailbox("demo.test", "sales")?;
-            let page = r.folder_page("sales@demo.test", Folder::Sent, 10, None)?.0;
+            let page = r.folder_page("sales@demo.test", Folder::Sent, 10, None, None)?.0;
             Ok((mailbox, page, r.secret("tracking")?))
         }));
         let mailbox = mailbox.unwrap_or_else(|| panic!("the mailbox moved"));

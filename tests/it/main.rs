@@ -37,6 +37,7 @@ mod idle_connections;
 mod imap;
 mod imap_conformance;
 mod imap_news;
+mod imap_search;
 mod inbound;
 mod inbound_dmarc;
 mod layering;

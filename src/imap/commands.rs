@@ -68,8 +68,8 @@ impl Session {
             CommandBody::ExpungeUid { sequence_set } => {
                 self.expunge(conn, tag, Some(&sequence_set)).await
             }
-            CommandBody::Search { criteria, uid, .. } => {
-                self.search(conn, tag, criteria.as_ref(), uid).await?
+            CommandBody::Search { charset, criteria, uid } => {
+                self.search(conn, tag, charset.as_ref(), criteria.as_ref(), uid).await?
             }
             CommandBody::Fetch { sequence_set, macro_or_item_names, uid, .. } => {
                 self.fetch(conn, tag, &sequence_set, macro_or_item_names, uid).await?

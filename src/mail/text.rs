@@ -40,14 +40,14 @@ pub fn html_to_text(html: &str) -> String {
         match name.as_str() {
             "script" | "style" | "head" | "title" if !closing => {
                 // Skip everything up to the matching close tag.
-                let close = format!("</{name}");
-                let lower = rest.to_ascii_lowercase();
-                rest = match lower.find(&close) {
+                rest = match find_close(rest, &name) {
                     Some(at) => rest[at..].find('>').map_or("", |g| &rest[at + g + 1..]),
                     None => "",
                 };
             }
-            "br" => out.push('\n'),
+            // More than two in a row end up as one blank line anyway; keeping runs short keeps
+            // `newline` and the link check below from rescanning them (quadratic otherwise).
+            "br" if !out.ends_with("\n\n") => out.push('\n'),
             "p" | "div" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "tr" | "table" | "ul"
             | "ol" | "blockquote" | "section" | "article" | "header" | "footer" => {
                 newline(&mut out, 2)
@@ -87,8 +87,19 @@ pub fn html_to_text(html: &str) -> String {
     text.trim_end().to_owned()
 }
 
+/// Where `</name` starts in `s`, ASCII case aside, in time linear in `s` (lower-casing the rest
+/// of the document at every `<style>` made many of them quadratic).
+fn find_close(s: &str, name: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    memchr::memmem::find_iter(bytes, b"</").find(|&at| {
+        bytes
+            .get(at + 2..at + 2 + name.len())
+            .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+    })
+}
+
 fn newline(out: &mut String, count: usize) {
-    let have = out.chars().rev().take_while(|c| *c == '\n').count();
+    let have = out.chars().rev().take_while(|c| *c == '\n').take(count).count();
     for _ in have..count {
         out.push('\n');
     }
@@ -144,7 +155,8 @@ pub fn decode_entities(s: &str) -> String {
     while let Some(amp) = rest.find('&') {
         out.push_str(&rest[..amp]);
         rest = &rest[amp..];
-        let end = rest.find(';').filter(|e| *e <= 10);
+        // Only the next few bytes: looking further at every `&` made `&&&...` quadratic.
+        let end = rest.as_bytes().iter().take(11).position(|b| *b == b';');
         let decoded = end.and_then(|e| {
             let name = &rest[1..e];
             let c = match name {
@@ -200,6 +212,19 @@ mod tests {
         assert_eq!(html_to_text("a < b"), "a");
         assert_eq!(html_to_text("<p>unterminated &amp"), "unterminated &amp");
         assert_eq!(html_to_text(""), "");
+    }
+
+    #[test]
+    fn hostile_markup_takes_linear_time() {
+        // Each of these took seconds or minutes when a tag or an `&` rescanned the rest.
+        let n = 200_000;
+        let styles = "<style>x</STYLE>".repeat(n);
+        assert_eq!(html_to_text(&format!("{styles}after")), "after");
+        let breaks = format!("a{}{}", "<br>".repeat(n), "<p><a href=\"http://x\">x</a>".repeat(n));
+        assert!(html_to_text(&breaks).starts_with("a\n\nx (http://x)"));
+        let amps = "&".repeat(n);
+        assert_eq!(html_to_text(&amps).len(), n);
+        assert_eq!(decode_entities("&amp;&lt;&#x41;&#66;&unknown;&"), "&<AB&unknown;&");
     }
 
     #[test]

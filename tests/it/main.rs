@@ -38,6 +38,7 @@ mod imap;
 mod imap_conformance;
 mod imap_folders;
 mod imap_news;
+mod imap_search;
 mod imaptest;
 mod inbound;
 mod inbound_dmarc;

@@ -1,0 +1,171 @@
+//! SEARCH: the criteria evaluated message by message over the selected folder, read in chunks
+//! (the bytes only when a criterion looks inside the message). Matching is CPU work on messages
+//! of up to tens of MB, so it runs on blocking threads, a few chunks at a time over all sessions
+//! (`SEARCHING`), never on the async workers that serve every listener; strings are at most
+//! `MAX_NEEDLE` long, matched in linear time, and the scanning a search does is bounded by
+//! the mail it reads (`budget`).
+//!
+//! - `keys`    the criteria compiled and evaluated against one message
+//! - `text`    what a message shows a search: decoded header fields, the text of its parts
+//! - `needle`  a search string: its CHARSET, lower-casing, linear-time matching
+//! - `dates`   the days ON/SINCE/BEFORE and SENTON/SENTSINCE/SENTBEFORE compare
+//! - `budget`  the work one search may do, earned by the mail it reads
+
+mod budget;
+mod dates;
+mod keys;
+mod needle;
+mod text;
+
+use std::num::NonZeroU32;
+use std::sync::{Arc, LazyLock};
+
+use imap_types::core::{Charset, Tag};
+use imap_types::response::{Code, Data, Status, StatusKind};
+use imap_types::search::SearchKey;
+use tokio::sync::Semaphore;
+
+use super::conn::{Conn, ConnError};
+use super::message::{Loaded, load};
+use super::reply::{failed, limit, no, ok, status};
+use super::session::Session;
+use super::view::View;
+use crate::store::Store;
+use budget::Budget;
+use keys::{At, Folder, Key, compile, evaluate, longest_needle};
+
+/// The longest string a criterion may look for: longer ones are refused (`NO [LIMIT]`). Real
+/// clients search for words and addresses; a long needle only multiplies the work.
+pub const MAX_NEEDLE: usize = 1024;
+
+/// Messages per store read and per blocking batch: FETCH's chunk (`update::CHUNK`), repeated
+/// rather than imported, since `update`'s imports lead back here (through `mailboxes`).
+const CHUNK: usize = 256;
+
+/// Chunks being matched at once over all sessions: half the cores, so searches, however many,
+/// leave the other half to everything else.
+static SEARCHING: LazyLock<Semaphore> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    Semaphore::new((cores / 2).max(1))
+});
+
+/// How matching one chunk ended.
+enum Matched {
+    Found(Vec<u32>),
+    /// The search's budget ran out.
+    Exhausted,
+    /// The blocking thread failed.
+    Failed,
+}
+
+/// `NO [BADCHARSET (UTF-8 US-ASCII)]` for a CHARSET we cannot convert from.
+fn bad_charset(tag: &Tag<'static>, e: &needle::UnknownCharset) -> Status<'static> {
+    let allowed = needle::ADVERTISED.iter().filter_map(|c| Charset::try_from(*c).ok()).collect();
+    let text = format!("unknown charset {:?}: search in UTF-8", e.0);
+    status(tag, StatusKind::No, Some(Code::BadCharset { allowed }), &text)
+}
+
+impl Session {
+    pub(super) async fn search(
+        &mut self,
+        conn: &mut Conn,
+        tag: &Tag<'static>,
+        charset: Option<&Charset<'static>>,
+        criteria: &[SearchKey<'static>],
+        uid: bool,
+    ) -> Result<Status<'static>, ConnError> {
+        let Some(view) = self.view.as_ref() else {
+            return Ok(super::reply::bad(tag, "select a folder first"));
+        };
+        let charset = match needle::charset(charset.map(AsRef::as_ref)) {
+            Ok(c) => c,
+            Err(e) => return Ok(bad_charset(tag, &e)),
+        };
+        if criteria.iter().map(longest_needle).max().unwrap_or(0) > MAX_NEEDLE {
+            let text = format!("search strings are limited to {MAX_NEEDLE} bytes");
+            return Ok(limit(tag, &text));
+        }
+        let criteria: Arc<Vec<Key>> =
+            Arc::new(criteria.iter().map(|k| compile(k, charset)).collect());
+        let bytes = criteria.iter().any(Key::looks_inside);
+        let last_uid = view.uids.last().copied().unwrap_or(0);
+        let folder = Folder { last_seq: view.uids.len() as u32, last_uid };
+        let mut left = budget::BASE;
+        let mut found = Vec::new();
+        for chunk in view.uids.chunks(CHUNK) {
+            let loaded =
+                match load(&self.deps.store, &view.mailbox, view.folder, chunk.to_vec(), bytes)
+                    .await
+                {
+                    Ok(loaded) => loaded,
+                    Err(e) => return Ok(failed(tag, &e)),
+                };
+            let batch: Vec<_> = loaded
+                .into_iter()
+                .filter_map(|l| {
+                    let seq = view.seq_of(l.entry.uid)?;
+                    Some((seq.get(), view.is_recent(l.entry.uid), l))
+                })
+                .collect();
+            let (matched, rest) = matching(batch, criteria.clone(), folder, bytes, uid, left).await;
+            left = rest;
+            match matched {
+                Matched::Found(more) => found.extend(more),
+                Matched::Exhausted => {
+                    let text = "search stopped: too many strings to look for in this much mail";
+                    return Ok(limit(tag, text));
+                }
+                Matched::Failed => return Ok(no(tag, "[UNAVAILABLE] search failed, try again")),
+            }
+        }
+        let found: Vec<NonZeroU32> = found.into_iter().filter_map(NonZeroU32::new).collect();
+        conn.enqueue_data(Data::Search(found));
+        Ok(ok(tag, "SEARCH completed"))
+    }
+}
+
+/// The numbers (UIDs when `uid`) of the messages of `batch` (sequence number, recent, message)
+/// that match every criterion, worked out on a blocking thread once a search slot is free,
+/// spending from `left` bytes of the search's budget; and what is left of it.
+async fn matching(
+    batch: Vec<(u32, bool, Loaded)>,
+    criteria: Arc<Vec<Key>>,
+    folder: Folder,
+    bytes: bool,
+    uid: bool,
+    left: u64,
+) -> (Matched, u64) {
+    let Ok(_slot) = SEARCHING.acquire().await else { return (Matched::Failed, left) };
+    let work = move || {
+        let budget = Budget::new(left);
+        let mut found = Vec::new();
+        for (seq, recent, l) in &batch {
+            let at = At { seq: *seq, recent: *recent, folder };
+            let matched = evaluate(&criteria, l, at, bytes, &budget);
+            if budget.exhausted() {
+                return (Matched::Exhausted, 0);
+            }
+            if matched {
+                found.push(if uid { l.entry.uid } else { *seq });
+            }
+        }
+        (Matched::Found(found), budget.left())
+    };
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "imap: search thread failed");
+        (Matched::Failed, left)
+    })
+}
+
+/// Unseen messages of a folder, counted chunk by chunk.
+pub async fn count_unseen(store: &Store, view: &View) -> crate::store::Result<u32> {
+    let mut unseen = 0;
+    for chunk in view.uids.chunks(CHUNK) {
+        let loaded = load(store, &view.mailbox, view.folder, chunk.to_vec(), false).await?;
+        unseen += loaded
+            .iter()
+            .filter(|l| !l.entry.meta.flags.iter().any(|f| f.eq_ignore_ascii_case("\\Seen")))
+            .count() as u32;
+    }
+    Ok(unseen)
+}

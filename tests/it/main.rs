@@ -4,6 +4,7 @@
 mod client;
 mod dns;
 mod harness;
+mod mail_clients;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
 mod schema;
@@ -36,7 +37,9 @@ mod idempotency;
 mod idle_connections;
 mod imap;
 mod imap_conformance;
+mod imap_login_cache;
 mod imap_news;
+mod imap_sent_copy;
 mod inbound;
 mod inbound_dmarc;
 mod layering;
@@ -67,6 +70,8 @@ mod sequences;
 mod shaping;
 mod storage_faults;
 mod submission;
+mod submission_reports;
+mod submission_smtputf8;
 mod tools;
 mod warmup;
 mod webhooks;

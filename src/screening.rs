@@ -31,7 +31,8 @@ pub async fn screen(
     let mut out = Screened::default();
     let mut candidates: Vec<(String, String)> = Vec::new(); // (address, its domain)
     for raw in input {
-        match address::parse(raw) {
+        // Submission passes UTF-8 addresses (SMTPUTF8); the API parsed its input ASCII-only.
+        match address::parse_intl(raw) {
             Ok(a) => {
                 let normalized = format!("{}@{}", a.local, a.domain);
                 if !candidates.iter().any(|(c, _)| c.eq_ignore_ascii_case(&normalized)) {

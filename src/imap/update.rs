@@ -19,7 +19,7 @@ use super::message::{appended, load};
 use super::names::{nonzero, resolve};
 use super::reply::{bad, failed, flags_fetch, no, ok, status, storable};
 use super::session::Session;
-use crate::store::Folder;
+use crate::store::{Folder, SentCopy};
 
 /// Messages per store read or write.
 pub const CHUNK: usize = 256;
@@ -332,15 +332,29 @@ impl Session {
         };
         let flags = storable(&flags);
         let quota = self.deps.quota_bytes;
+        // Clients that save their own copy of what they just sent through us (Thunderbird,
+        // Apple Mail) would leave two in Sent: the copy we keep is the one that stays.
+        let sent_message = email.message_id.clone().filter(|_| to == Folder::Sent);
         let appended = self
             .deps
             .store
             .write(move |w| -> crate::store::Result<_> {
-                if !w.has_room(&email.summary.mailbox, email.summary.size, quota)? {
-                    return Ok(None);
-                }
-                let uid = w.imap_append(&email, &raw, flags, now)?;
-                let state = w.imap_open(&email.summary.mailbox, to, now)?;
+                let mailbox = &email.summary.mailbox;
+                let kept = match &sent_message {
+                    Some(message_id) => w.imap_sent_copy(mailbox, message_id, now)?,
+                    None => SentCopy::Absent,
+                };
+                let uid = match kept {
+                    SentCopy::InSent(uid) => Some(uid),
+                    SentCopy::OnItsWay => None,
+                    SentCopy::Absent => {
+                        if !w.has_room(mailbox, email.summary.size, quota)? {
+                            return Ok(None);
+                        }
+                        Some(w.imap_append(&email, &raw, flags, now)?)
+                    }
+                };
+                let state = w.imap_open(mailbox, to, now)?;
                 Ok(Some((uid, state.uid_validity)))
             })
             .await;
@@ -352,8 +366,10 @@ impl Session {
         if self.view.as_ref().is_some_and(|v| v.folder == to) {
             self.announce(conn).await;
         }
-        let code = Code::AppendUid { uid_validity: nonzero(validity), uid: nonzero(uid) };
-        status(tag, StatusKind::Ok, Some(code), "APPEND completed")
+        // No UID yet for a copy still on its way (it gets one in Sent once delivered).
+        let code =
+            uid.map(|uid| Code::AppendUid { uid_validity: nonzero(validity), uid: nonzero(uid) });
+        status(tag, StatusKind::Ok, code, "APPEND completed")
     }
 }
 

@@ -24,6 +24,10 @@ impl Local for Receiver {
     ) -> Handing<'a> {
         Box::pin(self.take_local(sender_domain, mail_from, recipients, message))
     }
+
+    fn file_report(&self, mailbox: &str, message: Vec<u8>) -> Option<Commit> {
+        self.file_report_for(mailbox, message)
+    }
 }
 
 /// What a refusal of our MX means for the sender: 5xx is final, anything else is tried again.

@@ -8,6 +8,7 @@
 
 pub mod auth;
 mod dmarc;
+mod dsn_to_sender;
 mod inspect;
 mod local;
 mod recipient;
@@ -145,8 +146,8 @@ impl Receiver {
     fn route(&self, recipients: &[String]) -> Routed {
         let mut routed = Routed::default();
         for r in recipients {
-            let (local, domain) = r.rsplit_once('@').unwrap_or((r.as_str(), ""));
-            let domain = domain.to_ascii_lowercase();
+            let local = r.rsplit_once('@').map_or(r.as_str(), |(local, _)| local);
+            let domain = crate::address::domain_key(r);
             match system(local) {
                 Some(System::Bounce(tagged)) => {
                     routed.bounce_ids.extend(self.tokens.bounce_id(&tagged, &domain));

@@ -23,10 +23,11 @@ impl Receiver {
         address: &str,
         size: u64,
     ) -> std::result::Result<(), String> {
-        let Some((local, domain)) = address.rsplit_once('@') else {
+        let Some((local, _)) = address.rsplit_once('@') else {
             return Err("501 5.1.3 recipient must be a full address\r\n".into());
         };
-        let (local, domain) = (local.to_ascii_lowercase(), domain.to_ascii_lowercase());
+        // Hosted domains are stored in A-labels: a Unicode domain (SMTPUTF8) is compared so.
+        let (local, domain) = (local.to_ascii_lowercase(), crate::address::domain_key(address));
         let is_system = match system(&local) {
             // A bounce address we never issued is refused here, before any data is taken.
             Some(System::Bounce(tagged)) => {

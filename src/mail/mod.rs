@@ -1,7 +1,8 @@
-//! Outgoing messages: MIME building, the text part derived from HTML, DKIM signing, and
-//! messages mail clients submit.
+//! Outgoing messages: MIME building, the text part derived from HTML, DKIM signing, messages
+//! mail clients submit, and the delivery reports (DSNs) we write to senders.
 
 pub mod build;
+pub mod dsn;
 pub mod headers;
 pub mod outbound;
 pub mod parsed;

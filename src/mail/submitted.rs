@@ -66,7 +66,7 @@ pub fn check_sender(raw: &[u8], login: &str) -> Result<(), Impersonation> {
         };
         froms += usize::from(lower == "from");
         let only = only_address(field);
-        if !only.is_some_and(|a| a.eq_ignore_ascii_case(login)) {
+        if !only.is_some_and(|a| crate::address::same_address(&a, login)) {
             return Err(Impersonation::Field(name));
         }
     }

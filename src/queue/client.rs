@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use mail_send::{Credentials, SmtpClient};
-use smtp_proto::{EXT_PIPELINING, EXT_START_TLS, Response};
+use smtp_proto::{EXT_PIPELINING, EXT_SMTP_UTF8, EXT_START_TLS, Response};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -39,6 +39,8 @@ macro_rules! on_stream {
 pub struct Session {
     stream: Stream,
     pipelining: bool,
+    /// The server offered SMTPUTF8 (RFC 6531).
+    smtputf8: bool,
     idle_since: Instant,
     /// Whether the session came from the pool (a failure may just mean the peer closed it).
     pub reused: bool,
@@ -99,6 +101,11 @@ fn classify(r: &Response<String>) -> Outcome {
 }
 
 impl Session {
+    /// Whether the server takes UTF-8 addresses and headers (SMTPUTF8).
+    pub fn offers_smtputf8(&self) -> bool {
+        self.smtputf8
+    }
+
     async fn cmd(&mut self, line: String) -> Result<Response<String>, Broken> {
         on_stream!(&mut self.stream, c => c.cmd(line.as_bytes()).await).map_err(broken)
     }
@@ -116,15 +123,23 @@ impl Session {
     }
 
     /// One mail transaction: every recipient comes back with an outcome, or the connection broke.
+    /// `utf8`: the transaction declares SMTPUTF8 (the caller checked the server offers it).
+    /// Recipients go out with their domains in A-labels, which every server understands.
     pub async fn transaction(
         &mut self,
         from: &str,
         recipients: &[String],
         message: &[u8],
+        utf8: bool,
     ) -> Result<Vec<(String, Outcome)>, Broken> {
         let mut commands = Vec::with_capacity(recipients.len() + 1);
-        commands.push(format!("MAIL FROM:<{from}>\r\n"));
-        commands.extend(recipients.iter().map(|r| format!("RCPT TO:<{r}>\r\n")));
+        let declared = if utf8 { " SMTPUTF8" } else { "" };
+        commands.push(format!("MAIL FROM:<{from}>{declared}\r\n"));
+        commands.extend(
+            recipients
+                .iter()
+                .map(|r| format!("RCPT TO:<{}>\r\n", crate::address::envelope_form(r))),
+        );
         let replies = if self.pipelining {
             self.cmds(&commands).await?
         } else {
@@ -352,6 +367,7 @@ impl Pool {
         Ok(Session {
             stream: Stream::Tls(Box::new(tls)),
             pipelining: ehlo.has_capability(EXT_PIPELINING),
+            smtputf8: ehlo.has_capability(EXT_SMTP_UTF8),
             idle_since: Instant::now(),
             reused: false,
             closing: false,
@@ -405,6 +421,7 @@ impl Pool {
         Ok(Session {
             stream,
             pipelining: ehlo.has_capability(EXT_PIPELINING),
+            smtputf8: ehlo.has_capability(EXT_SMTP_UTF8),
             idle_since: Instant::now(),
             reused: false,
             closing: false,

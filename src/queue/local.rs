@@ -39,10 +39,16 @@ pub trait Local: Send + Sync {
         recipients: &'a [String],
         message: &'a [u8],
     ) -> Handing<'a>;
+
+    /// Prepares a report this server writes about a hosted mailbox's own mail (a DSN) for that
+    /// mailbox's inbox, filed as received mail is; `None` when it cannot be parsed. The copy
+    /// is written only if the mailbox still exists when the commit runs.
+    fn file_report(&self, mailbox: &str, message: Vec<u8>) -> Option<Commit>;
 }
 
+/// Hosted domains are stored in A-labels; a recipient may be written with a Unicode domain.
 fn domain_of(address: &str) -> String {
-    address.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase()).unwrap_or_default()
+    crate::address::domain_key(address)
 }
 
 /// The hosted domains among the recipients still pending; none for warmup mail.

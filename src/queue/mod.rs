@@ -8,10 +8,12 @@ pub mod client;
 pub mod compose;
 mod error;
 pub mod local;
+mod notice;
 mod pacing;
 mod remote;
 pub mod retry;
 mod shaping;
+mod smtputf8;
 mod sts;
 
 use std::collections::{HashMap, HashSet};
@@ -79,6 +81,8 @@ pub struct Queue {
     sts: crate::mta_sts::Sts,
     /// The receiving side that takes mail for hosted domains (see `local`).
     local: OnceLock<Arc<dyn local::Local>>,
+    /// Our host name, as we greet and as our delivery reports name us.
+    host: String,
 }
 
 impl Queue {
@@ -105,7 +109,7 @@ impl Queue {
             per_domain: Mutex::new(HashMap::new()),
             per_domain_limit: d.per_domain,
             pool: Pool::new(
-                helo,
+                helo.clone(),
                 d.connect_timeout,
                 d.command_timeout,
                 credentials,
@@ -115,6 +119,7 @@ impl Queue {
             shaper: shaping::Shaper::new(config.shaping.clone()),
             sts,
             local: OnceLock::new(),
+            host: helo,
         }
     }
 
@@ -274,6 +279,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         return Ok(());
     }
     let composer = app.composer();
+    let was_submitted = submitted.is_some();
     let message = match submitted {
         Some(raw) => compose::sign_pooled(&composer, &email, &domain, raw).await,
         None => compose::render_pooled(&composer, &email, &domain, &parts).await,
@@ -300,6 +306,19 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
             }
         }
     }
+    // Failures of a message a mail client submitted are reported to its sender's inbox.
+    let report = notice::prepare(app, &email, was_submitted, &message, &outcomes);
+    let commit = match (handed.commit, report) {
+        (Some(copies), Some(report)) => {
+            let both: local::Commit =
+                Arc::new(move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<()> {
+                    copies(w)?;
+                    report(w)
+                });
+            Some(both)
+        }
+        (copies, report) => copies.or(report),
+    };
     let mut retry_at = now + retry_delay(app, &email).as_millis() as u64;
     if let Some(held) = remote.held {
         // Held recipients were not tried: they go when their group takes mail again, or with
@@ -308,11 +327,11 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         let deferred = outcomes.iter().any(|(_, o)| matches!(o, Outcome::Deferred(_)));
         retry_at = if deferred { retry_at.min(resume) } else { resume };
     }
-    finish(app, id, due, outcomes, retry_at, handed.commit).await
+    finish(app, id, due, outcomes, retry_at, commit).await
 }
 
-/// Commits the attempt's outcomes, with the copies handed to local mailboxes (`local`) when the
-/// entry is still queued. While the disk refuses writes, the outcomes are held and the commit
+/// Commits the attempt's outcomes, with the copies handed to local mailboxes and the report to
+/// the sender's inbox (`local`) when the entry is still queued. While the disk refuses writes, the outcomes are held and the commit
 /// retried: a refused write is "later", never a delivery outcome, and delivering again what the
 /// receivers already took would duplicate it. At shutdown the store closes, the retry ends and
 /// the entry, still queued, is delivered again after the restart (at least once).

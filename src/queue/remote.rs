@@ -21,7 +21,8 @@ fn group(app: &Deps, recipients: &[String]) -> Vec<(Option<String>, Vec<String>)
     }
     let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
     for r in recipients {
-        let domain = r.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase()).unwrap_or_default();
+        // In A-labels: DNS and the provider groups know a domain by that form.
+        let domain = crate::address::domain_key(r);
         match groups.iter_mut().find(|(d, _)| d.as_deref() == Some(domain.as_str())) {
             Some((_, list)) => list.push(r.clone()),
             None => groups.push((Some(domain), vec![r.clone()])),
@@ -283,9 +284,17 @@ async fn transact(
     need: Need,
     tx: &Transaction<'_>,
 ) -> std::result::Result<Vec<(String, Outcome)>, Broken> {
+    let utf8 = super::smtputf8::needs(tx.from, tx.recipients, tx.message);
     for _ in 0..2 {
         let mut session = app.queue.pool.session(addr, host, need).await?;
-        match session.transaction(tx.from, tx.recipients, tx.message).await {
+        if let Some(need) = utf8
+            && !session.offers_smtputf8()
+        {
+            // Nothing was sent: the session stays good for other mail.
+            app.queue.pool.put_back(addr, session);
+            return Ok(all(tx.recipients, super::smtputf8::refused(need, host)));
+        }
+        match session.transaction(tx.from, tx.recipients, tx.message, utf8.is_some()).await {
             Ok(outcomes) => {
                 app.queue.pool.put_back(addr, session);
                 return Ok(outcomes);

@@ -78,6 +78,8 @@ pub(super) struct Transaction {
     pub(super) recipients: Vec<String>,
     /// The message size the sender declared (SIZE=), 0 when it did not.
     pub(super) size: usize,
+    /// The sender declared SMTPUTF8 (RFC 6531): UTF-8 addresses may follow.
+    pub(super) utf8: bool,
 }
 
 impl Transaction {
@@ -86,6 +88,7 @@ impl Transaction {
         self.from = None;
         self.recipients.clear();
         self.size = 0;
+        self.utf8 = false;
     }
 }
 
@@ -158,11 +161,16 @@ pub(super) fn command(
             if from.size > cfg.max_message_size {
                 return Step::Reply(TOO_BIG.into());
             }
+            let utf8 = from.flags & smtp_proto::MAIL_SMTPUTF8 != 0;
+            if let Some(refusal) = utf8_refusal(&from.address, utf8) {
+                return refusal;
+            }
             if let Some(refusal) = sender_refusal(who, &from.address) {
                 return refusal;
             }
             t.from = Some(from.address.into_owned());
             t.size = from.size;
+            t.utf8 = utf8;
             Step::Reply("250 2.1.0 sender ok\r\n".into())
         }
         Request::Rcpt { to } => {
@@ -171,6 +179,9 @@ pub(super) fn command(
             }
             if t.recipients.len() >= cfg.max_recipients {
                 return Step::Reply("452 4.5.3 too many recipients\r\n".into());
+            }
+            if let Some(refusal) = utf8_refusal(&to.address, t.utf8) {
+                return refusal;
             }
             Step::Check(to.address.into_owned())
         }
@@ -222,14 +233,32 @@ fn ehlo(cfg: &Smtp, who: &Who<'_>) -> String {
     reply
 }
 
-/// Submission: only the mailbox logged in as may be the sender.
+/// RFC 6531: a UTF-8 address only in a transaction whose MAIL FROM declared SMTPUTF8 (553
+/// 5.6.7 otherwise, section 3.5). smtp-proto passes bytes over 0x7F through and turns invalid
+/// UTF-8 into U+FFFD: such an address, or one with control characters, is no address at all.
+fn utf8_refusal(address: &str, declared: bool) -> Option<Step> {
+    if address.is_ascii() {
+        return None;
+    }
+    if address.chars().any(|c| c == '\u{FFFD}' || c.is_control()) {
+        return Some(Step::Error("501 5.6.7 the address is not valid UTF-8\r\n".into()));
+    }
+    (!declared).then(|| {
+        Step::Reply(
+            "553 5.6.7 a non-ASCII address needs the SMTPUTF8 parameter on MAIL FROM\r\n".into(),
+        )
+    })
+}
+
+/// Submission: only the mailbox logged in as may be the sender (its domain written either way,
+/// U-label or A-label).
 fn sender_refusal(who: &Who<'_>, from: &str) -> Option<Step> {
     if who.policy != Policy::Submission {
         return None;
     }
     match who.login {
         None => Some(Step::Error("530 5.7.0 authentication required\r\n".into())),
-        Some(login) if !from.eq_ignore_ascii_case(login) => Some(Step::Reply(format!(
+        Some(login) if !crate::address::same_address(from, login) => Some(Step::Reply(format!(
             "553 5.7.1 sender must be {login}, the mailbox you logged in as\r\n"
         ))),
         Some(_) => None,

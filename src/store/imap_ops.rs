@@ -1,12 +1,31 @@
 //! What an IMAP session does to the store, in terms of folders: opening a folder's UID state,
 //! reading a folder in UID order, flags, and the changes IMAP makes (APPEND, COPY, MOVE,
 //! EXPUNGE), each one transaction that keeps the emails, their index and the UIDs together.
+//! Also the copy of sent mail a client APPENDs to Sent after sending it through us, which the
+//! mailbox already holds (`imap_sent_copy`).
 
 use super::emails::{Email, Folder};
 use super::error::{Error, Result};
 use super::imap::{ImapEntry, ImapFolder};
+use super::status::SendType;
 use super::tables::*;
 use super::{Rtx, Wtx};
+
+/// How long after sending a message a client's APPEND of it to Sent is taken for its own copy
+/// of what we already keep (clients append right after the 250; later, it is a deliberate act).
+pub const SENT_COPY_WINDOW_MS: u64 = 10 * 60 * 1000;
+
+/// What the mailbox already holds of a message a client APPENDs to Sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SentCopy {
+    /// Nothing (or nothing recent): the APPEND stores the message.
+    Absent,
+    /// The message it sent, in Sent under this UID.
+    InSent(u32),
+    /// The message it sent, still being delivered (the outbox, which IMAP does not show); it
+    /// moves to Sent once every recipient has a final status.
+    OnItsWay,
+}
 
 impl Wtx<'_> {
     /// The folder's UID state, made from the folder's messages on first use.
@@ -112,6 +131,38 @@ impl Wtx<'_> {
         self.share_raw(id, &blob, false)
     }
 
+    /// Whether `mailbox` itself sent, within `SENT_COPY_WINDOW_MS` of `now`, the message with
+    /// `message_id` (`<...>`, as stored) and still keeps it as sent mail. Found through the
+    /// Message-ID index of what we sent (one read), so an APPEND of any other message costs
+    /// next to nothing. A copy moved elsewhere (Trash, Drafts) is not one: the APPEND stores
+    /// the message again, as the client asked.
+    pub fn imap_sent_copy(
+        &mut self,
+        mailbox: &str,
+        message_id: &str,
+        now: u64,
+    ) -> Result<SentCopy> {
+        let Some(id) = self.email_for_message_id(message_id)? else {
+            return Ok(SentCopy::Absent);
+        };
+        let Some(email) = self.load_email(&id)? else { return Ok(SentCopy::Absent) };
+        let recent = now.saturating_sub(email.summary.created_at) <= SENT_COPY_WINDOW_MS;
+        let sent_by_it = email.summary.mailbox == mailbox
+            && email.send_type == Some(SendType::Transactional)
+            && email.message_id.as_deref() == Some(message_id);
+        if !recent || !sent_by_it {
+            return Ok(SentCopy::Absent);
+        }
+        Ok(match email.summary.folder {
+            Folder::Sent => {
+                self.imap_open(mailbox, Folder::Sent, now)?;
+                SentCopy::InSent(self.imap_uid(&id)?)
+            }
+            Folder::Outbox => SentCopy::OnItsWay,
+            _ => SentCopy::Absent,
+        })
+    }
+
     fn imap_uid(&self, id: &str) -> Result<u32> {
         let meta = super::get_json::<_, super::imap::ImapMeta>(self, IMAP_MESSAGES, id)?;
         meta.map(|m| m.uid).ok_or_else(|| Error::internal(format!("no UID for {id}")))
@@ -156,5 +207,64 @@ impl Rtx {
         uids: &[u32],
     ) -> Result<Vec<ImapEntry>> {
         self.imap_entries_of(mailbox, folder.code(), uids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::*;
+
+    fn sent(id: &str, mailbox: &str, message_id: &str, at: u64) -> Email {
+        let mut e = Email::default();
+        e.summary.id = id.into();
+        e.summary.mailbox = mailbox.into();
+        e.summary.folder = Folder::Outbox;
+        e.summary.created_at = at;
+        e.message_id = Some(message_id.into());
+        e.send_type = Some(SendType::Transactional);
+        e
+    }
+
+    fn copy(store: &Store, mailbox: &str, message_id: &str, now: u64) -> SentCopy {
+        let (mailbox, message_id) = (mailbox.to_owned(), message_id.to_owned());
+        store.write_blocking(move |w| w.imap_sent_copy(&mailbox, &message_id, now)).expect("look") // ok: test
+    }
+
+    #[test]
+    fn a_message_the_mailbox_just_sent_is_found_by_its_message_id_in_outbox_then_sent() {
+        let dir = std::env::temp_dir().join(format!("edgemail-sent-copy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).expect("open"); // ok: test
+        let at = 1_800_000_000_000;
+        store
+            .write_blocking(move |w| -> Result<_> {
+                w.enqueue(&sent("em_a", "m@x.test", "<a@x.test>", at), at)?;
+                w.enqueue(&sent("em_old", "m@x.test", "<old@x.test>", at - 3_600_000), at)
+            })
+            .expect("seed"); // ok: test
+        assert_eq!(copy(&store, "m@x.test", "<a@x.test>", at + 1000), SentCopy::OnItsWay);
+        assert_eq!(copy(&store, "m@x.test", "<nope@x.test>", at), SentCopy::Absent);
+        assert_eq!(copy(&store, "n@x.test", "<a@x.test>", at), SentCopy::Absent, "another mailbox");
+        assert_eq!(copy(&store, "m@x.test", "<old@x.test>", at), SentCopy::Absent, "too old");
+        let late = at + SENT_COPY_WINDOW_MS + 1;
+        assert_eq!(copy(&store, "m@x.test", "<a@x.test>", late), SentCopy::Absent, "too late");
+
+        // Delivered: in Sent, under the UID IMAP shows it with.
+        let uid = store
+            .write_blocking(move |w| w.imap_move("m@x.test", "em_a", Folder::Sent, at))
+            .expect("move"); // ok: test
+        assert_eq!(copy(&store, "m@x.test", "<a@x.test>", at + 2000), SentCopy::InSent(uid));
+        let uids = store.read_blocking(|r| r.imap_uids("m@x.test", Folder::Sent)).expect("uids"); // ok: test
+        assert_eq!(uids, [uid]);
+
+        // Moved away by its owner: an APPEND of it is a new message.
+        store
+            .write_blocking(move |w| w.imap_move("m@x.test", "em_a", Folder::Trash, at))
+            .expect("trash"); // ok: test
+        assert_eq!(copy(&store, "m@x.test", "<a@x.test>", at + 3000), SentCopy::Absent);
+        store.close();
+        drop(store);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -118,6 +118,7 @@ pub use folders::{DELIMITER, Discard, FolderEntry, MAX_NAME, check_name, system_
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
 pub use imap::{ImapEntry, ImapFolder, ImapMeta};
+pub use imap_ops::{SENT_COPY_WINDOW_MS, SentCopy};
 pub use inbound::Prepared;
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::{Mailbox, MailboxPatch};

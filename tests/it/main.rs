@@ -4,6 +4,7 @@
 mod client;
 mod dns;
 mod harness;
+mod mail_clients;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
 mod schema;
@@ -37,8 +38,10 @@ mod idle_connections;
 mod imap;
 mod imap_conformance;
 mod imap_folders;
+mod imap_login_cache;
 mod imap_news;
 mod imap_search;
+mod imap_sent_copy;
 mod imaptest;
 mod inbound;
 mod inbound_dmarc;
@@ -70,6 +73,8 @@ mod sequences;
 mod shaping;
 mod storage_faults;
 mod submission;
+mod submission_reports;
+mod submission_smtputf8;
 mod tools;
 mod warmup;
 mod webhooks;

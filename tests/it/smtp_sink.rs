@@ -51,6 +51,8 @@ struct State {
     commands: Vec<(usize, String)>,
     /// The server side of STARTTLS, when offered.
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// SMTPUTF8 (RFC 6531) is left out of the EHLO reply.
+    no_smtputf8: bool,
 }
 
 struct Shared {
@@ -165,6 +167,11 @@ impl Sink {
     /// Offers STARTTLS from now on, with `config`'s certificate.
     pub fn offer_starttls(&self, config: Arc<rustls::ServerConfig>) {
         self.shared.state().tls = Some(config);
+    }
+
+    /// Whether EHLO offers SMTPUTF8 (it does unless told otherwise).
+    pub fn offer_smtputf8(&self, on: bool) {
+        self.shared.state().no_smtputf8 = !on;
     }
 
     /// Holds every new connection without a greeting until `stall(false)`.
@@ -318,15 +325,17 @@ fn serve(stream: TcpStream, connection: usize, shared: &Shared) -> std::io::Resu
             "EHLO" => {
                 session.greeted = true;
                 session.reset();
-                if shared.state().tls.is_some() && !conn.tls {
-                    conn.reply(&EHLO_REPLY.replacen(
-                        "250-sink\r\n",
-                        "250-sink\r\n250-STARTTLS\r\n",
-                        1,
-                    ));
-                } else {
-                    conn.reply(EHLO_REPLY);
+                let mut reply = EHLO_REPLY.to_owned();
+                if shared.state().no_smtputf8 {
+                    reply = reply.replace(
+                        "250-ENHANCEDSTATUSCODES\r\n250 SMTPUTF8\r\n",
+                        "250 ENHANCEDSTATUSCODES\r\n",
+                    );
                 }
+                if shared.state().tls.is_some() && !conn.tls {
+                    reply = reply.replacen("250-sink\r\n", "250-sink\r\n250-STARTTLS\r\n", 1);
+                }
+                conn.reply(&reply);
             }
             "STARTTLS" => {
                 if conn.start_tls(shared)? {

@@ -184,3 +184,63 @@ async fn the_mx_never_offers_or_accepts_a_login_even_over_tls() {
         Some("S: 502 5.5.1 AUTH is not offered on this port")
     );
 }
+
+#[tokio::test]
+async fn utf8_addresses_need_the_smtputf8_parameter() {
+    let fake = Fake::with(&["用户@example.org", "ada@bücher.example"]);
+    let mut c = Conversation::submission(true, fake);
+    let auth = format!("AUTH PLAIN {}\r\n", plain("sales@alpha.test", "right"));
+    c.run(&[
+        "EHLO client.example\r\n",
+        &auth,
+        "MAIL FROM:<sales@alpha.test>\r\n",
+        "RCPT TO:<用户@example.org>\r\n",
+        "RSET\r\n",
+        "MAIL FROM:<sales@alpha.test> SMTPUTF8\r\n",
+        "RCPT TO:<用户@example.org>\r\n",
+        "RCPT TO:<ada@bücher.example>\r\n",
+        "DATA\r\n",
+        "From: sales@alpha.test\r\nTo: 用户@example.org\r\nSubject: hi\r\n\r\nhello\r\n.\r\n",
+        "MAIL FROM:<sales@xn--lpha-2na.test> SMTPUTF8\r\n",
+        "MAIL FROM:<sales@älpha.test>\r\n",
+    ])
+    .await;
+    let replies = c.replies();
+    assert!(replies.contains(&"S: 250-SMTPUTF8".to_owned()), "advertised: {replies:?}");
+    let tail: Vec<&str> = replies.iter().rev().take(10).rev().map(String::as_str).collect();
+    assert_eq!(
+        tail,
+        [
+            "S: 250 2.1.0 sender ok",
+            "S: 553 5.6.7 a non-ASCII address needs the SMTPUTF8 parameter on MAIL FROM",
+            "S: 250 2.0.0 reset",
+            "S: 250 2.1.0 sender ok",
+            "S: 250 2.1.5 recipient ok",
+            "S: 250 2.1.5 recipient ok",
+            "S: 354 end data with <CR><LF>.<CR><LF>",
+            "S: 250 2.0.0 queued as m1",
+            "S: 553 5.7.1 sender must be sales@alpha.test, the mailbox you logged in as",
+            "S: 553 5.6.7 a non-ASCII address needs the SMTPUTF8 parameter on MAIL FROM",
+        ]
+    );
+    let taken = c.fake.taken();
+    assert_eq!(taken[0].0.recipients, ["用户@example.org", "ada@bücher.example"]);
+}
+
+#[tokio::test]
+async fn invalid_utf8_in_an_address_is_no_address() {
+    let mut c = Conversation::submission(true, Fake::with(&["ada@example.org"]));
+    let auth = format!("AUTH PLAIN {}\r\n", plain("sales@alpha.test", "right"));
+    let reads: VecDeque<Input> = [
+        say("EHLO client.example\r\n"),
+        say(&auth),
+        say("MAIL FROM:<sales@alpha.test> SMTPUTF8\r\n"),
+        Input::Say(b"RCPT TO:<a\xff\xfe@example.org>\r\n".to_vec()),
+        say("RCPT TO:<a\u{85}b@example.org>\r\n"),
+    ]
+    .into();
+    c.run_bytes(reads).await;
+    let replies = c.replies();
+    let tail: Vec<&str> = replies.iter().rev().take(2).rev().map(String::as_str).collect();
+    assert_eq!(tail, ["S: 501 5.6.7 the address is not valid UTF-8"; 2]);
+}

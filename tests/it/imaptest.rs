@@ -105,3 +105,31 @@ fn imaptest_files_pass() {
         .collect();
     assert!(missing.is_empty(), "imaptest files that must pass failed:\n{}", missing.join("\n"));
 }
+
+/// imaptest's stress mode: clients log in, select, fetch, store, expunge, append and log out at
+/// random for a while, each checking what the server says against its own model of the mailbox
+/// (with `checkpoint`, all clients stop and compare their views). Any protocol error or
+/// inconsistency is an `Error:` line.
+#[test]
+fn imaptest_stress_finds_no_errors() {
+    let f = Fixture::start();
+    let built = Command::new(peers().join("imaptest/build.sh")).output().expect("build.sh");
+    let bin = String::from_utf8_lossy(&built.stdout).lines().last().unwrap_or("").to_owned();
+    let mbox = PathBuf::from(&bin).with_file_name("tests").join("default.mbox");
+    for profile in ["logout=1", "logout=0", "checkpoint=3"] {
+        let out = Command::new(&bin)
+            .args(["host=127.0.0.1", &format!("port={}", f.port("imaps")), "ssl=any-cert"])
+            .arg(format!("user=sales@{A}"))
+            .arg(format!("pass={}", f.password))
+            .arg(format!("mbox={}", mbox.display()))
+            .args(["clients=10", "secs=8", profile])
+            .output()
+            .expect("imaptest");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        let errors: Vec<&str> =
+            text.lines().filter(|l| l.starts_with("Error:") || l.starts_with("Panic")).collect();
+        assert!(errors.is_empty(), "{profile}: imaptest reported errors:\n{}", errors.join("\n"));
+        assert!(text.contains("Totals:"), "{profile}: imaptest did not finish:\n{text}");
+    }
+}

@@ -167,7 +167,7 @@ fn serve_imap(
         store: app.store.clone(),
         logins,
         config: app.config.imap.clone(),
-        inflight: crate::imap::Budget::new(app.config.imap.max_inflight_bytes),
+        inflight: crate::imap::budget(app.config.imap.max_inflight_bytes),
         quota_bytes: app.config.mailbox.quota_bytes,
     });
     let [plain, implicit] = listeners;

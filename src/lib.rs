@@ -45,6 +45,7 @@
 //!
 //! The ground floor:
 //! - `listener`  accepting connections with caps, for HTTP, SMTP and IMAP; idle sessions shed
+//! - `budget`    a memory budget connections share, in 1 KiB permits (SMTP DATA, IMAP literals)
 //! - `mime`      bounded MIME: depth and part limits enforced on a message's bytes before parsing
 //! - `metrics`   the Prometheus registry and cheap recording functions for every layer
 //! - `logging`   tracing to stderr without blocking requests
@@ -65,6 +66,7 @@ pub mod api;
 pub mod app;
 pub mod auth;
 pub mod bounce;
+pub(crate) mod budget;
 pub mod cli;
 pub(crate) mod cluster;
 pub mod config;

@@ -120,8 +120,9 @@ impl Session {
             items.push(MessageDataItemName::Flags);
         }
         let (mailbox, folder) = (view.mailbox.clone(), view.folder);
-        for chunk in view.resolve(set, uid).chunks(CHUNK) {
-            let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
+        let wanted: Vec<u32> = view.resolve(set, uid).iter().map(|p| view.uids[*p]).collect();
+        for chunk in wanted.chunks(CHUNK) {
+            let uids = chunk.to_vec();
             let mut loaded = match load(&self.deps.store, &mailbox, folder, uids, bytes).await {
                 Ok(loaded) => loaded,
                 Err(e) => return Ok(failed(tag, &e)),
@@ -129,7 +130,16 @@ impl Session {
             if seen && let Err(e) = self.mark_seen(&mut loaded).await {
                 return Ok(failed(tag, &e));
             }
-            let Some(view) = self.view.as_ref() else { break };
+            let Some(view) = self.view.as_mut() else { break };
+            // A keyword another session set is told in FLAGS before a message shows it
+            // (RFC 3501 7.2.6: the client learns the folder's flags there first).
+            let mut new_keyword = false;
+            for message in loaded.iter().filter(|_| items.contains(&MessageDataItemName::Flags)) {
+                new_keyword |= view.learn(&message.entry.meta.flags);
+            }
+            if new_keyword {
+                conn.enqueue_data(Data::Flags(view.flag_list()));
+            }
             for message in &loaded {
                 let Some(seq) = view.seq_of(message.entry.uid) else { continue };
                 let recent = view.is_recent(message.entry.uid);

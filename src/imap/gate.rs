@@ -16,14 +16,13 @@
 //!   bytes that follow could no longer be told apart from commands without taking them in.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use imap_codec::fragmentizer::{FragmentInfo, Fragmentizer, LiteralAnnouncement};
 use imap_next::State;
 use imap_next::server::Server;
 use imap_types::core::{LiteralMode, Tag};
 use imap_types::response::{Code, Status};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::reply::limit_code;
 
@@ -41,48 +40,16 @@ pub const MAX_COMMAND: u32 = MAX_LITERAL + MAX_LINE as u32;
 /// long anyway (bounded by the connection caps), so only what lies beyond is counted.
 const FREE: usize = 64 * 1024;
 /// The budget's unit, in bytes.
-const UNIT: usize = 1024;
 /// The longest tag looked for in a refused command.
 const LONGEST_TAG: usize = 64;
 
-/// Bytes of commands all sessions together may be receiving (`imap.max_inflight_bytes`).
-#[derive(Clone)]
-pub struct Budget {
-    /// One permit per `UNIT`.
-    permits: Arc<Semaphore>,
-    total: usize,
-}
+/// The budget literals past `FREE` draw on, one for every session (`imap.max_inflight_bytes`).
+pub use crate::budget::Budget;
 
-impl Budget {
-    pub fn new(bytes: usize) -> Budget {
-        let total = (bytes / UNIT).clamp(1, Semaphore::MAX_PERMITS);
-        Budget { permits: Arc::new(Semaphore::new(total)), total }
-    }
-
-    /// The permits a command of `bytes` takes.
-    fn units(bytes: usize) -> usize {
-        bytes.saturating_sub(FREE).div_ceil(UNIT)
-    }
-
-    /// Makes `held` cover a command of `bytes`; `false` when the budget cannot, now.
-    fn cover(&self, held: &mut Option<OwnedSemaphorePermit>, bytes: usize) -> bool {
-        let have = held.as_ref().map_or(0, |p| p.num_permits());
-        let need = Budget::units(bytes);
-        if need <= have {
-            return true;
-        }
-        let Ok(more) = u32::try_from(need - have) else { return false };
-        match self.permits.clone().try_acquire_many_owned(more) {
-            Ok(permit) => {
-                match held {
-                    Some(p) => p.merge(permit),
-                    None => *held = Some(permit),
-                }
-                true
-            }
-            Err(_) => false,
-        }
-    }
+/// The budget of `bytes` IMAP sessions share: taken 1 KiB at a time (a literal is announced
+/// whole, so there is nothing to round up to).
+pub fn budget(bytes: usize) -> Budget {
+    Budget::new(bytes, 1)
 }
 
 /// What a call of `Gate::pump` did.
@@ -250,10 +217,10 @@ impl Gate {
         if length > MAX_LITERAL || total > MAX_COMMAND as usize {
             return Some((Code::TooBig, "literals are limited to 40 MiB"));
         }
-        if Budget::units(total) > self.budget.total {
+        if !self.budget.can_ever_cover(total.saturating_sub(FREE)) {
             return Some((Code::TooBig, "larger than this server takes in at once"));
         }
-        if !self.budget.cover(&mut self.held, total) {
+        if !self.budget.cover(&mut self.held, total.saturating_sub(FREE)) {
             return Some((limit_code(), "too much is being received now, try again later"));
         }
         None
@@ -364,7 +331,7 @@ mod tests {
 
     #[test]
     fn commands_reach_the_flow_whole_however_the_bytes_arrive() {
-        let budget = Budget::new(1 << 20);
+        let budget = budget(1 << 20);
         let input = b"a1 LOGIN {5}\r\nalice {6+}\r\nsecret\r\na2 NOOP\r\na3 CAPABILITY\r\n";
         for chunk in [1, 2, 3, 7, 64] {
             let mut wire = Wire::new(&budget);
@@ -376,7 +343,7 @@ mod tests {
 
     #[test]
     fn before_login_a_command_takes_40_kib_at_most() {
-        let budget = Budget::new(1 << 20);
+        let budget = budget(1 << 20);
         // A synchronizing literal past it: refused before the client sends it; the session
         // goes on.
         let mut wire = Wire::new(&budget);
@@ -410,7 +377,7 @@ mod tests {
 
     #[test]
     fn after_login_large_literals_share_one_budget() {
-        let budget = Budget::new(300 * 1024);
+        let budget = budget(300 * 1024);
         let (mut a, mut b) = (Wire::new(&budget), Wire::new(&budget));
         a.gate.logged_in();
         b.gate.logged_in();

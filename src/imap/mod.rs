@@ -56,7 +56,7 @@ use crate::listener::{Presence, Waited};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use conn::{Conn, Stream};
-pub use gate::Budget;
+pub use gate::{Budget, budget};
 use session::{Next, Session};
 
 /// What sessions use.

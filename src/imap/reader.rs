@@ -9,13 +9,13 @@ use imap_next::{Interrupt, Io, State};
 use imap_types::command::CommandBody;
 use imap_types::response::{CommandContinuationRequest, Greeting, Status};
 
-use super::gate::{Budget, Gate, Pumped};
+use super::gate::{Gate, Pumped};
 
 /// Feeds `data` to a fresh flow `chunk` bytes at a time, as a network would deliver it.
 pub fn read_commands(data: &[u8], chunk: usize) {
     let greeting = Greeting::ok(None, "fuzz").unwrap_or_else(|_| unreachable!()); // ok: constant text
     let mut server = Server::new(super::conn::options(), greeting);
-    let mut gate = Gate::new(Budget::new(1 << 20));
+    let mut gate = Gate::new(super::gate::budget(1 << 20));
     let mut pieces = data.chunks(chunk.max(1));
     loop {
         match server.next() {

@@ -60,7 +60,6 @@ impl Session {
         if kind != StoreType::Remove && view.learn(&given) {
             conn.enqueue_data(Data::Flags(view.flag_list()));
         }
-        let view = &*view;
         let (mailbox, f) = (view.mailbox.clone(), view.folder);
         let positions = view.resolve(set, uid);
         for chunk in positions.chunks(CHUNK) {
@@ -92,6 +91,14 @@ impl Session {
             }
             if response == StoreResponse::Silent {
                 continue;
+            }
+            // Keywords another session set, shown now, are told in FLAGS first.
+            let mut new_keyword = false;
+            for (_, _, flags) in &changes {
+                new_keyword |= view.learn(flags);
+            }
+            if new_keyword {
+                conn.enqueue_data(Data::Flags(view.flag_list()));
             }
             for (_, u, flags) in changes {
                 let Some(seq) = view.seq_of(u) else { continue };

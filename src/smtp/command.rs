@@ -8,7 +8,7 @@ use smtp_proto::request::receiver::RequestReceiver;
 use smtp_proto::{Error as ProtoError, Request};
 
 use super::auth::Sasl;
-use super::session::TOO_BIG;
+use super::replies::TOO_BIG;
 use crate::config::Smtp;
 
 /// Commands out of a byte stream: smtp-proto's parser, plus skipping the remainder of a line

@@ -11,10 +11,6 @@
 //! and the message refused at its end: no sender writes one on purpose and no reading of it is
 //! safe.
 
-use std::sync::Arc;
-
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
 /// Whether the line being read began after a CRLF (only such a line can end the message) or
 /// after a bare LF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,41 +124,12 @@ impl DataReader {
     }
 }
 
-/// Bytes of message data that every session together may hold, in units of `UNIT` bytes.
-#[derive(Clone)]
-pub struct Budget(Arc<Semaphore>);
+/// The budget DATA draws on, one for every SMTP session (`smtp.max_inflight_bytes`): taken
+/// 64 KiB at a time, so a message costs a few semaphore calls.
+pub use crate::budget::Budget;
 
-const UNIT: usize = 1024;
-/// Memory is reserved in steps of this many units, so a message costs a few semaphore calls.
-const STEP: u32 = 64;
-
-impl Budget {
-    pub fn new(bytes: usize) -> Budget {
-        Budget(Arc::new(Semaphore::new(
-            (bytes / UNIT).clamp(STEP as usize, Semaphore::MAX_PERMITS),
-        )))
-    }
-
-    /// Makes `held` cover `len` bytes; `false` when the budget cannot, now.
-    pub fn cover(&self, held: &mut Option<OwnedSemaphorePermit>, len: usize) -> bool {
-        let have = held.as_ref().map_or(0, |p| p.num_permits());
-        let need = len.div_ceil(UNIT);
-        if need <= have {
-            return true;
-        }
-        let more = (need - have).div_ceil(STEP as usize) * STEP as usize;
-        let Ok(more) = u32::try_from(more) else { return false };
-        match self.0.clone().try_acquire_many_owned(more) {
-            Ok(permit) => {
-                match held {
-                    Some(p) => p.merge(permit),
-                    None => *held = Some(permit),
-                }
-                true
-            }
-            Err(_) => false,
-        }
-    }
+pub fn budget(bytes: usize) -> Budget {
+    Budget::new(bytes, 64)
 }
 
 #[cfg(test)]
@@ -262,7 +229,7 @@ mod tests {
 
     #[test]
     fn the_budget_is_shared_and_given_back() {
-        let budget = Budget::new(256 * 1024);
+        let budget = budget(256 * 1024);
         let (mut a, mut b) = (None, None);
         assert!(budget.cover(&mut a, 200 * 1024));
         assert!(!budget.cover(&mut b, 100 * 1024), "over the shared budget");

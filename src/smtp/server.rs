@@ -11,7 +11,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use super::command::Policy;
-use super::data::Budget;
 use super::guard::{Guard, Limits};
 use super::intake::Intake;
 use super::session::{Action, Peer, Session};
@@ -46,7 +45,7 @@ pub async fn serve<I: Intake>(
     let cfg = Arc::new(cfg);
     let sessions = crate::listener::Sessions::new(cfg.max_connections);
     let per_ip = Arc::new(crate::listener::PerIp::default());
-    let budget = Budget::new(cfg.max_inflight_bytes);
+    let budget = super::data::budget(cfg.max_inflight_bytes);
     // Per-address limits are the MX's: submission's clients have logged in.
     let limits = (endpoint.policy == Policy::Mx).then(|| Arc::new(Limits::new(&cfg)));
     let tidy = limits.clone().map(|limits| tokio::spawn(tidy_every_minute(limits)));

@@ -91,6 +91,12 @@ pub fn done(text: impl Into<String>) -> Notice {
     Notice { ok: true, text: text.into(), secret: None, echo: None }
 }
 
+/// Formats a time in milliseconds as a UTC date and time (RFC 5322 style, as mail shows it).
+pub fn when(ms: u64) -> String {
+    let full = mail_builder::headers::date::Date::new((ms / 1000) as i64).to_rfc822();
+    full.trim_end_matches(" +0000").to_owned() + " UTC"
+}
+
 /// Percent-encodes a query value.
 pub fn enc(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
@@ -115,7 +121,7 @@ pub fn field(v: &Value, name: &str) -> String {
 
 /// A time field (Unix ms) of an API answer, formatted.
 pub fn time_field(v: &Value, name: &str) -> String {
-    v[name].as_u64().map(super::layout::when).unwrap_or_default()
+    v[name].as_u64().map(when).unwrap_or_default()
 }
 
 /// The items of an array answer.

@@ -178,12 +178,6 @@ pub async fn favicon(_ctx: Ctx) -> Result<Reply> {
     Ok(reply)
 }
 
-/// Formats a time in milliseconds as a UTC date and time (RFC 5322 style, as mail shows it).
-pub fn when(ms: u64) -> String {
-    let full = mail_builder::headers::date::Date::new((ms / 1000) as i64).to_rfc822();
-    full.trim_end_matches(" +0000").to_owned() + " UTC"
-}
-
 /// A page saying why what was asked for could not be shown (the API's error message and hint).
 pub fn error_page(user: &User, current: &str, error: &crate::error::Error) -> Reply {
     let status = crate::http::error::error_reply(error, "").status;

@@ -58,7 +58,7 @@ pub async fn page(ctx: Ctx) -> Result<Reply> {
 fn labelled(now: u64, counts: Vec<DayCounts>) -> Vec<Day> {
     let n = counts.len() as u64;
     let label = |back: u64| {
-        let when = layout::when(now - back * DAY_MS);
+        let when = super::call::when(now - back * DAY_MS);
         when.split_whitespace().skip(1).take(2).collect::<Vec<_>>().join(" ")
     };
     counts

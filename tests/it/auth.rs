@@ -44,6 +44,9 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         ("POST", "/v1/mailboxes") => Some(json!({"address": "probe", "displayName": "Probe"})),
         ("PATCH", "/v1/mailboxes/{address}") => Some(json!({"dailyLimit": 50, "minGapMs": 1000})),
         ("POST", "/v1/mailboxes/{address}/passwords") => Some(json!({"name": "Probe"})),
+        ("POST", "/v1/mailboxes/{address}/folders") => Some(json!({"name": "Probe"})),
+        ("PATCH", "/v1/mailboxes/{address}/folders/{name}") => Some(json!({"name": "Probe 2"})),
+        ("PATCH", "/v1/emails/{id}") => Some(json!({"folder": "archive"})),
         ("POST", "/v1/sender-groups") => {
             Some(json!({"name": "Probe", "mailboxes": "all", "emails": ["ada@example.org"]}))
         }

@@ -116,7 +116,9 @@ fn imaptest_stress_finds_no_errors() {
     let built = Command::new(peers().join("imaptest/build.sh")).output().expect("build.sh");
     let bin = String::from_utf8_lossy(&built.stdout).lines().last().unwrap_or("").to_owned();
     let mbox = PathBuf::from(&bin).with_file_name("tests").join("default.mbox");
-    for profile in ["logout=1", "logout=0", "checkpoint=3"] {
+    // checkpoint first, on the fresh mailbox: imaptest 924f619 itself can panic (array.c) in a
+    // checkpoint run on a mailbox that earlier runs left, against Dovecot as well.
+    for profile in ["checkpoint=3", "logout=1", "logout=0"] {
         let out = Command::new(&bin)
             .args(["host=127.0.0.1", &format!("port={}", f.port("imaps")), "ssl=any-cert"])
             .arg(format!("user=sales@{A}"))

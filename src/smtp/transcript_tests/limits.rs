@@ -206,7 +206,7 @@ async fn silence_is_answered_with_421_in_commands_and_in_data() {
 
 #[tokio::test]
 async fn a_spent_memory_budget_refuses_the_message_with_452() {
-    let budget = Budget::new(0);
+    let budget = super::super::data::budget(0);
     let mut spent = None;
     assert!(budget.cover(&mut spent, 1));
     let mut c =
@@ -254,7 +254,7 @@ fn refused_recipients_are_slowed_down_from_the_third_on() {
 #[test]
 fn a_question_left_unanswered_gets_a_temporary_failure() {
     let peer = Peer { ip: IpAddr::from(CLIENT), tls_available: false };
-    let mut session = Session::new(Arc::new(cfg()), peer, Budget::new(1 << 20));
+    let mut session = Session::new(Arc::new(cfg()), peer, super::super::data::budget(1 << 20));
     assert!(matches!(session.next_action(), Action::Write(_)), "the greeting");
     session.feed(b"HELO c\r\nMAIL FROM:<a@b.example>\r\nRCPT TO:<1@x.test>\r\nDATA\r\n");
     assert!(matches!(session.next_action(), Action::CheckRecipient(a) if a == "1@x.test"));

@@ -151,7 +151,7 @@ struct Conversation {
 
 impl Conversation {
     fn new(cfg: Smtp, tls_available: bool, fake: Fake) -> Conversation {
-        let budget = Budget::new(cfg.max_inflight_bytes);
+        let budget = super::data::budget(cfg.max_inflight_bytes);
         Conversation::with_budget(cfg, tls_available, fake, budget)
     }
 
@@ -163,7 +163,7 @@ impl Conversation {
     /// A submission session; `implicit_tls` when TLS came before the first byte.
     fn submission(implicit_tls: bool, fake: Fake) -> Conversation {
         let cfg = cfg();
-        let budget = Budget::new(cfg.max_inflight_bytes);
+        let budget = super::data::budget(cfg.max_inflight_bytes);
         let peer = Peer { ip: IpAddr::from(CLIENT), tls_available: !implicit_tls };
         let session = Session::submission(Arc::new(cfg), peer, budget, implicit_tls);
         Conversation { session, fake, log: Vec::new() }
@@ -266,7 +266,7 @@ fn say(text: &str) -> Input {
 /// The session alone, its actions written down as they come, questions answered by `answer`.
 fn actions(cfg: Smtp, input: &str, answer: impl Fn(&str) -> Result<(), String>) -> Vec<String> {
     let peer = Peer { ip: IpAddr::from(CLIENT), tls_available: false };
-    let mut session = Session::new(Arc::new(cfg), peer, Budget::new(1 << 20));
+    let mut session = Session::new(Arc::new(cfg), peer, super::data::budget(1 << 20));
     let mut seen = Vec::new();
     if let Action::Write(greeting) = session.next_action() {
         seen.push(format!("write {}", String::from_utf8_lossy(greeting).trim_end()));

@@ -167,16 +167,15 @@ fn key(s: &str) -> String {
 
 /// RFC 5256 2.1: the local part of the first address (a group's name for a group).
 fn mailbox_key(a: Option<&Address<'_>>) -> String {
-    a.and_then(|a| text(&a.mailbox))
-        .map(|m| key(&String::from_utf8_lossy(m)))
-        .unwrap_or_default()
+    a.and_then(|a| text(&a.mailbox)).map(|m| key(&String::from_utf8_lossy(m))).unwrap_or_default()
 }
 
 /// RFC 5957: the display name, decoded, or the address itself (a group's name for a group).
 fn display_key(a: Option<&Address<'_>>) -> String {
     let Some(a) = a else { return String::new() };
     if let Some(name) = text(&a.name) {
-        let decoded = unstructured(name);
+        // The parser reads a value up to its line end.
+        let decoded = unstructured(&[name, b"\r\n"].concat());
         if !decoded.trim().is_empty() {
             return key(decoded.trim());
         }

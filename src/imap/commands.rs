@@ -71,6 +71,12 @@ impl Session {
             CommandBody::Search { charset, criteria, uid } => {
                 self.search(conn, tag, charset.as_ref(), criteria.as_ref(), uid).await?
             }
+            CommandBody::Sort { sort_criteria, charset, search_criteria, uid } => {
+                self.sort(conn, tag, &sort_criteria, &charset, &search_criteria, uid).await?
+            }
+            CommandBody::Thread { algorithm, charset, search_criteria, uid } => {
+                self.thread(conn, tag, &algorithm, &charset, &search_criteria, uid).await?
+            }
             CommandBody::Fetch { sequence_set, macro_or_item_names, uid, .. } => {
                 self.fetch(conn, tag, &sequence_set, macro_or_item_names, uid).await?
             }

@@ -16,6 +16,10 @@
 //! - `structure`  BODYSTRUCTURE
 //! - `envelope`   ENVELOPE: the fields as written, address lists with their groups
 //! - `search`     SEARCH
+//! - `sort`       SORT and SORT=DISPLAY, over what a search finds
+//! - `thread`     THREAD=ORDEREDSUBJECT and THREAD=REFERENCES
+//! - `sortable`   the header fields SORT and THREAD order and link by
+//! - `subject`    the base subject (RFC 5256 2.1)
 //! - `update`     STORE, EXPUNGE, COPY, MOVE, APPEND
 //! - `idle`       IDLE
 //! - `message`    the bytes of a stored message, and the email an APPEND makes
@@ -39,7 +43,11 @@ mod reply;
 mod search;
 mod section;
 mod session;
+mod sort;
+mod sortable;
 mod structure;
+mod subject;
+mod thread;
 mod update;
 mod utf7;
 mod view;

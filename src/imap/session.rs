@@ -154,6 +154,10 @@ impl Session {
             other("SPECIAL-USE"),
             other("UIDPLUS"),
             Capability::LiteralPlus,
+            other("SORT"),
+            other("SORT=DISPLAY"),
+            other("THREAD=ORDEREDSUBJECT"),
+            other("THREAD=REFERENCES"),
         ]);
         Vec1::try_from(caps).unwrap_or_else(|_| Vec1::from(Capability::Imap4Rev1))
     }

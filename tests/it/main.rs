@@ -42,6 +42,7 @@ mod imap_login_cache;
 mod imap_news;
 mod imap_search;
 mod imap_sent_copy;
+mod imap_sort;
 mod imaptest;
 mod inbound;
 mod inbound_dmarc;

@@ -50,8 +50,8 @@ static SEARCHING: LazyLock<Semaphore> = LazyLock::new(|| {
 });
 
 /// How matching one chunk ended.
-enum Matched {
-    Found(Vec<u32>),
+enum Matched<T> {
+    Found(Vec<T>),
     /// The search's budget ran out.
     Exhausted,
     /// The blocking thread failed.
@@ -74,32 +74,65 @@ impl Session {
         criteria: &[SearchKey<'static>],
         uid: bool,
     ) -> Result<Status<'static>, ConnError> {
+        let number = move |seq: u32, l: &Loaded| if uid { l.entry.uid } else { seq };
+        let found = match self.matching(tag, charset, criteria, false, number).await {
+            Ok(found) => found,
+            Err(refused) => return Ok(refused),
+        };
+        let found: Vec<NonZeroU32> = found.into_iter().filter_map(NonZeroU32::new).collect();
+        conn.enqueue_data(Data::Search(found));
+        Ok(ok(tag, "SEARCH completed"))
+    }
+
+    /// What `pick` makes of each message of the selected folder that matches every criterion
+    /// (its sequence number and the message, with its bytes when `pick_bytes`), in folder
+    /// order; or the completion that refuses the search. SEARCH picks numbers, SORT and THREAD
+    /// the fields they order by: `pick` runs on the blocking thread that matched the message.
+    pub(in crate::imap) async fn matching<T, F>(
+        &self,
+        tag: &Tag<'static>,
+        charset: Option<&Charset<'static>>,
+        criteria: &[SearchKey<'static>],
+        pick_bytes: bool,
+        pick: F,
+    ) -> Result<Vec<T>, Status<'static>>
+    where
+        T: Send + 'static,
+        F: Fn(u32, &Loaded) -> T + Send + Sync + 'static,
+    {
         let Some(view) = self.view.as_ref() else {
-            return Ok(super::reply::bad(tag, "select a folder first"));
+            return Err(super::reply::bad(tag, "select a folder first"));
         };
         let charset = match needle::charset(charset.map(AsRef::as_ref)) {
             Ok(c) => c,
-            Err(e) => return Ok(bad_charset(tag, &e)),
+            Err(e) => return Err(bad_charset(tag, &e)),
         };
         if criteria.iter().map(longest_needle).max().unwrap_or(0) > MAX_NEEDLE {
             let text = format!("search strings are limited to {MAX_NEEDLE} bytes");
-            return Ok(limit(tag, &text));
+            return Err(limit(tag, &text));
         }
         let criteria: Arc<Vec<Key>> =
             Arc::new(criteria.iter().map(|k| compile(k, charset)).collect());
         let bytes = criteria.iter().any(Key::looks_inside);
         let last_uid = view.uids.last().copied().unwrap_or(0);
         let folder = Folder { last_seq: view.uids.len() as u32, last_uid };
+        let pick = Arc::new(pick);
         let mut left = budget::BASE;
         let mut found = Vec::new();
         for chunk in view.uids.chunks(CHUNK) {
-            let loaded =
-                match load(&self.deps.store, &view.mailbox, view.folder, chunk.to_vec(), bytes)
-                    .await
-                {
-                    Ok(loaded) => loaded,
-                    Err(e) => return Ok(failed(tag, &e)),
-                };
+            let (store, mailbox) = (&self.deps.store, &view.mailbox);
+            let loaded = match load(
+                store,
+                mailbox,
+                view.folder,
+                chunk.to_vec(),
+                bytes || pick_bytes,
+            )
+            .await
+            {
+                Ok(loaded) => loaded,
+                Err(e) => return Err(failed(tag, &e)),
+            };
             let batch: Vec<_> = loaded
                 .into_iter()
                 .filter_map(|l| {
@@ -107,46 +140,55 @@ impl Session {
                     Some((seq.get(), view.is_recent(l.entry.uid), l))
                 })
                 .collect();
-            let (matched, rest) = matching(batch, criteria.clone(), folder, bytes, uid, left).await;
+            let scope = Scope { criteria: criteria.clone(), folder, bytes };
+            let (matched, rest) = matching(batch, scope, pick.clone(), left).await;
             left = rest;
             match matched {
                 Matched::Found(more) => found.extend(more),
                 Matched::Exhausted => {
                     let text = "search stopped: too many strings to look for in this much mail";
-                    return Ok(limit(tag, text));
+                    return Err(limit(tag, text));
                 }
-                Matched::Failed => return Ok(no(tag, "[UNAVAILABLE] search failed, try again")),
+                Matched::Failed => return Err(no(tag, "[UNAVAILABLE] search failed, try again")),
             }
         }
-        let found: Vec<NonZeroU32> = found.into_iter().filter_map(NonZeroU32::new).collect();
-        conn.enqueue_data(Data::Search(found));
-        Ok(ok(tag, "SEARCH completed"))
+        Ok(found)
     }
 }
 
-/// The numbers (UIDs when `uid`) of the messages of `batch` (sequence number, recent, message)
-/// that match every criterion, worked out on a blocking thread once a search slot is free,
-/// spending from `left` bytes of the search's budget; and what is left of it.
-async fn matching(
-    batch: Vec<(u32, bool, Loaded)>,
+/// The compiled criteria of a search and what they are evaluated against.
+struct Scope {
     criteria: Arc<Vec<Key>>,
     folder: Folder,
+    /// Whether the criteria look inside the messages.
     bytes: bool,
-    uid: bool,
+}
+
+/// What `pick` makes of the messages of `batch` (sequence number, recent, message) that match
+/// every criterion, worked out on a blocking thread once a search slot is free, spending from
+/// `left` bytes of the search's budget; and what is left of it.
+async fn matching<T, F>(
+    batch: Vec<(u32, bool, Loaded)>,
+    scope: Scope,
+    pick: Arc<F>,
     left: u64,
-) -> (Matched, u64) {
+) -> (Matched<T>, u64)
+where
+    T: Send + 'static,
+    F: Fn(u32, &Loaded) -> T + Send + Sync + 'static,
+{
     let Ok(_slot) = SEARCHING.acquire().await else { return (Matched::Failed, left) };
     let work = move || {
         let budget = Budget::new(left);
         let mut found = Vec::new();
         for (seq, recent, l) in &batch {
-            let at = At { seq: *seq, recent: *recent, folder };
-            let matched = evaluate(&criteria, l, at, bytes, &budget);
+            let at = At { seq: *seq, recent: *recent, folder: scope.folder };
+            let matched = evaluate(&scope.criteria, l, at, scope.bytes, &budget);
             if budget.exhausted() {
                 return (Matched::Exhausted, 0);
             }
             if matched {
-                found.push(if uid { l.entry.uid } else { *seq });
+                found.push(pick(*seq, l));
             }
         }
         (Matched::Found(found), budget.left())

@@ -32,7 +32,7 @@ use super::session::Session;
 use super::view::View;
 use crate::store::Store;
 use budget::Budget;
-use keys::{At, Folder, Key, compile, evaluate, longest_needle};
+use keys::{At, Folder, Key, asks_modseq, compile, evaluate, longest_needle};
 
 /// The longest string a criterion may look for: longer ones are refused (`NO [LIMIT]`). Real
 /// clients search for words and addresses; a long needle only multiplies the work.
@@ -85,6 +85,9 @@ impl Session {
             let text = format!("search strings are limited to {MAX_NEEDLE} bytes");
             return Ok(limit(tag, &text));
         }
+        // MODSEQ enables CONDSTORE (RFC 7162 3.1) and is answered with the highest one found.
+        let modseq = criteria.iter().any(asks_modseq);
+        self.condstore |= modseq;
         let criteria: Arc<Vec<Key>> =
             Arc::new(criteria.iter().map(|k| compile(k, charset)).collect());
         let bytes = criteria.iter().any(Key::looks_inside);
@@ -92,6 +95,7 @@ impl Session {
         let folder = Folder { last_seq: view.uids.len() as u32, last_uid };
         let mut left = budget::BASE;
         let mut found = Vec::new();
+        let mut highest = 0u64;
         for chunk in view.uids.chunks(CHUNK) {
             let loaded =
                 match load(&self.deps.store, &view.mailbox, view.folder, chunk.to_vec(), bytes)
@@ -100,6 +104,17 @@ impl Session {
                     Ok(loaded) => loaded,
                     Err(e) => return Ok(failed(tag, &e)),
                 };
+            let mods: std::collections::HashMap<u32, u64> = loaded
+                .iter()
+                .map(|l| {
+                    let n = if uid {
+                        Some(l.entry.uid)
+                    } else {
+                        view.seq_of(l.entry.uid).map(NonZeroU32::get)
+                    };
+                    (n.unwrap_or(0), super::condstore::modseq_of(&l.entry.meta))
+                })
+                .collect();
             let batch: Vec<_> = loaded
                 .into_iter()
                 .filter_map(|l| {
@@ -110,7 +125,11 @@ impl Session {
             let (matched, rest) = matching(batch, criteria.clone(), folder, bytes, uid, left).await;
             left = rest;
             match matched {
-                Matched::Found(more) => found.extend(more),
+                Matched::Found(more) => {
+                    highest =
+                        more.iter().filter_map(|n| mods.get(n)).fold(highest, |a, b| a.max(*b));
+                    found.extend(more)
+                }
                 Matched::Exhausted => {
                     let text = "search stopped: too many strings to look for in this much mail";
                     return Ok(limit(tag, text));
@@ -119,7 +138,9 @@ impl Session {
             }
         }
         let found: Vec<NonZeroU32> = found.into_iter().filter_map(NonZeroU32::new).collect();
-        conn.enqueue_data(Data::Search(found));
+        // RFC 7162 3.1.5: no MODSEQ part when nothing matched.
+        let highest = std::num::NonZeroU64::new(highest).filter(|_| modseq && !found.is_empty());
+        conn.enqueue_data(Data::Search(found, highest));
         Ok(ok(tag, "SEARCH completed"))
     }
 }

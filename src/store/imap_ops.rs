@@ -335,7 +335,10 @@ mod tests {
         let state = store.read_blocking(move |r| r.imap_state(m, Folder::Inbox)).expect("state"); // ok: test
         let since = state.expect("state").changes; // ok: test
         let entries = store
-            .read_blocking(move |r| r.imap_entries(m, Folder::Inbox, &[uids[0], uids[3]]))
+            .read_blocking({
+                let ends = [uids[0], uids[3]];
+                move |r| r.imap_entries(m, Folder::Inbox, &ends)
+            })
             .expect("entries"); // ok: test
         assert!(entries.iter().all(|e| e.meta.modseq > 0), "every message has a mod-sequence");
         assert!(entries[0].meta.modseq < entries[1].meta.modseq, "in order of arrival");

@@ -96,14 +96,12 @@ impl Session {
                 self.fetch(conn, tag, &sequence_set, macro_or_item_names, uid, since).await?
             }
             CommandBody::Store { sequence_set, kind, response, flags, uid, modifiers } => {
-                let since = modifiers.iter().find_map(|m| match m {
-                    StoreModifier::UnchangedSince(n) => Some(*n),
-                });
+                let since = modifiers.iter().map(|StoreModifier::UnchangedSince(n)| *n).next();
                 if since.is_some() {
                     self.condstore_on();
                 }
-                let how = (kind, response);
-                self.store_flags(conn, tag, &sequence_set, how, &flags, uid, since).await
+                let how = (kind, response, since);
+                self.store_flags(conn, tag, &sequence_set, how, &flags, uid).await
             }
             CommandBody::Copy { sequence_set, mailbox, uid } => {
                 self.transfer(conn, tag, &sequence_set, &mailbox, uid, false).await

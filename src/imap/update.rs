@@ -42,10 +42,9 @@ impl Session {
         conn: &mut Conn,
         tag: &Tag<'static>,
         set: &SequenceSet,
-        (kind, response): (StoreType, StoreResponse),
+        (kind, response, unchanged_since): (StoreType, StoreResponse, Option<u64>),
         flags: &[Flag<'static>],
         uid: bool,
-        unchanged_since: Option<u64>,
     ) -> Status<'static> {
         let Some(view) = self.view.as_mut() else { return bad(tag, "select a folder first") };
         if view.read_only {

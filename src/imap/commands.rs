@@ -1,8 +1,9 @@
 //! The commands of a logged-in session, each to its handler; what needs a selected folder is
 //! refused without one. Commands outside the contract get a BAD, never a half answer.
 
-use imap_types::command::CommandBody;
+use imap_types::command::{CommandBody, FetchModifier, StoreModifier};
 use imap_types::core::Tag;
+use imap_types::fetch::{MacroOrMessageDataItemNames, MessageDataItemName};
 use imap_types::response::Status;
 
 use super::conn::{Conn, ConnError};
@@ -17,8 +18,13 @@ impl Session {
         body: CommandBody<'static>,
     ) -> Result<Status<'static>, ConnError> {
         Ok(match body {
-            CommandBody::Select { mailbox, .. } => self.select(conn, tag, &mailbox, false).await,
-            CommandBody::Examine { mailbox, .. } => self.select(conn, tag, &mailbox, true).await,
+            CommandBody::Select { mailbox, parameters } => {
+                self.select(conn, tag, &mailbox, false, &parameters).await
+            }
+            CommandBody::Examine { mailbox, parameters } => {
+                self.select(conn, tag, &mailbox, true, &parameters).await
+            }
+            CommandBody::Enable { capabilities } => self.enable(conn, tag, capabilities.as_ref()),
             CommandBody::List { reference, mailbox_wildcard } => {
                 self.list(conn, tag, &reference, &mailbox_wildcard, false).await
             }
@@ -77,11 +83,31 @@ impl Session {
             CommandBody::Thread { algorithm, charset, search_criteria, uid } => {
                 self.thread(conn, tag, &algorithm, &charset, &search_criteria, uid).await?
             }
-            CommandBody::Fetch { sequence_set, macro_or_item_names, uid, .. } => {
-                self.fetch(conn, tag, &sequence_set, macro_or_item_names, uid).await?
+            CommandBody::Fetch { sequence_set, macro_or_item_names, uid, modifiers } => {
+                let since = modifiers.iter().find_map(|m| match m {
+                    FetchModifier::ChangedSince(n) => Some(n.get()),
+                    FetchModifier::Vanished => None,
+                });
+                let vanished = modifiers.contains(&FetchModifier::Vanished);
+                // RFC 7162 3.2.6: VANISHED only in UID FETCH, with CHANGEDSINCE, under QRESYNC.
+                if vanished && (!uid || since.is_none() || !self.qresync) {
+                    return Ok(bad(tag, "VANISHED needs UID FETCH, CHANGEDSINCE and QRESYNC"));
+                }
+                if since.is_some() || asks_modseq(&macro_or_item_names) {
+                    self.condstore_on();
+                }
+                if let Some(since) = since.filter(|_| vanished) {
+                    self.fetch_vanished(conn, &sequence_set, since).await;
+                }
+                self.fetch(conn, tag, &sequence_set, macro_or_item_names, uid, since).await?
             }
-            CommandBody::Store { sequence_set, kind, response, flags, uid, .. } => {
-                self.store_flags(conn, tag, &sequence_set, (kind, response), &flags, uid).await
+            CommandBody::Store { sequence_set, kind, response, flags, uid, modifiers } => {
+                let since = modifiers.iter().map(|StoreModifier::UnchangedSince(n)| *n).next();
+                if since.is_some() {
+                    self.condstore_on();
+                }
+                let how = (kind, response, since);
+                self.store_flags(conn, tag, &sequence_set, how, &flags, uid).await
             }
             CommandBody::Copy { sequence_set, mailbox, uid } => {
                 self.transfer(conn, tag, &sequence_set, &mailbox, uid, false).await
@@ -91,5 +117,15 @@ impl Session {
             }
             _ => bad(tag, "command not supported"),
         })
+    }
+}
+
+/// Whether a FETCH asks for MODSEQ (a CONDSTORE enabling command).
+fn asks_modseq(names: &MacroOrMessageDataItemNames<'_>) -> bool {
+    match names {
+        MacroOrMessageDataItemNames::Macro(_) => false,
+        MacroOrMessageDataItemNames::MessageDataItemNames(items) => {
+            items.contains(&MessageDataItemName::ModSeq)
+        }
     }
 }

@@ -94,6 +94,7 @@ impl Session {
         set: &SequenceSet,
         names: MacroOrMessageDataItemNames<'static>,
         uid: bool,
+        changed_since: Option<u64>,
     ) -> Result<Status<'static>, ConnError> {
         let mut items = match names {
             MacroOrMessageDataItemNames::Macro(m) => {
@@ -119,6 +120,8 @@ impl Session {
         if seen && !items.contains(&MessageDataItemName::Flags) {
             items.push(MessageDataItemName::Flags);
         }
+        // MODSEQ is told after the other items (`resync`), not rendered from the message.
+        let modseq = super::resync::tells_modseq(view, &mut items, changed_since);
         let (mailbox, folder) = (view.mailbox.clone(), view.folder);
         let wanted: Vec<u32> = view.resolve(set, uid).iter().map(|p| view.uids[*p]).collect();
         for chunk in wanted.chunks(CHUNK) {
@@ -142,8 +145,13 @@ impl Session {
             }
             for message in &loaded {
                 let Some(seq) = view.seq_of(message.entry.uid) else { continue };
+                if !super::resync::changed(&message.entry.meta, changed_since) {
+                    continue;
+                }
                 let recent = view.is_recent(message.entry.uid);
-                if let Ok(items) = render(message, &items, recent).try_into() {
+                let mut out = render(message, &items, recent);
+                out.extend(modseq.then(|| super::condstore::modseq_item(&message.entry.meta)));
+                if let Ok(items) = out.try_into() {
                     conn.enqueue_data(Data::Fetch { seq, items });
                 }
             }

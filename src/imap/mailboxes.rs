@@ -1,5 +1,6 @@
 //! The commands that open or look into one folder: SELECT, EXAMINE, STATUS; and NAMESPACE.
 
+use imap_types::command::SelectParameter;
 use imap_types::core::{IString, QuotedChar, Tag};
 use imap_types::extensions::namespace::Namespace;
 use imap_types::flag::FlagPerm;
@@ -34,8 +35,19 @@ impl Session {
         tag: &Tag<'static>,
         mailbox: &Mailbox<'_>,
         read_only: bool,
+        params: &[SelectParameter],
     ) -> Status<'static> {
-        self.view = None;
+        // RFC 7162 3.2.11: what follows is about the folder selected now.
+        if self.view.take().is_some() {
+            conn.enqueue(untagged_ok(Code::Closed));
+        }
+        let qresync = super::resync::qresync_of(params);
+        if qresync.is_some() && !self.qresync {
+            return super::reply::bad(tag, "ENABLE QRESYNC first");
+        }
+        if !params.is_empty() {
+            self.condstore_on();
+        }
         let user = self.user.clone().unwrap_or_default();
         let folder = match resolve(&self.deps.store, &user, mailbox, self.utf8).await {
             Ok(Some(folder)) => folder,
@@ -46,6 +58,7 @@ impl Session {
             Ok(view) => view,
             Err(e) => return failed(tag, &e),
         };
+        (view.condstore, view.qresync) = (self.condstore, self.qresync);
         if let Err(e) = view.read_keywords(&self.deps.store).await {
             return failed(tag, &e);
         }
@@ -59,6 +72,7 @@ impl Session {
             Code::UidValidity(nonzero(view.state.uid_validity)),
             Code::UidNext(nonzero(view.state.uid_next)),
             Code::PermanentFlags(if read_only { Vec::new() } else { perm }),
+            Code::HighestModSeq(super::condstore::highest(view.state.changes)),
         ];
         for code in codes {
             conn.enqueue(untagged_ok(code));
@@ -73,6 +87,13 @@ impl Session {
             }
             Ok(None) => {}
             Err(e) => return failed(tag, &e),
+        }
+        // QRESYNC: what changed since the client's mod-sequence, when its UIDs still hold.
+        if let Some((_, since, known)) = qresync.filter(|q| q.0 == view.state.uid_validity) {
+            match super::resync::catch_up(&self.deps.store, &view, since, known.as_ref()).await {
+                Ok(news) => news.into_iter().for_each(|d| conn.enqueue_data(d)),
+                Err(e) => return failed(tag, &e),
+            }
         }
         self.view = Some(view);
         let (code, text) = if read_only {
@@ -124,6 +145,9 @@ impl Session {
                     Some(StatusDataItem::UidValidity(nonzero(view.state.uid_validity)))
                 }
                 StatusDataItemName::Unseen => Some(StatusDataItem::Unseen(unseen)),
+                StatusDataItemName::HighestModSeq => {
+                    Some(StatusDataItem::HighestModSeq(view.state.changes))
+                }
                 _ => None,
             })
             .collect();

@@ -21,14 +21,17 @@
 //! - `sortable`   the header fields SORT and THREAD order and link by
 //! - `subject`    the base subject (RFC 5256 2.1)
 //! - `update`     STORE, EXPUNGE, COPY, MOVE, APPEND
+//! - `resync`     ENABLE; CONDSTORE and QRESYNC: SELECT catching up, CHANGEDSINCE, UNCHANGEDSINCE
 //! - `idle`       IDLE
 //! - `message`    the bytes of a stored message, and the email an APPEND makes
 //! - `names`      folder names across IMAP: modified UTF-7 or UTF-8, the folder a name means
 //! - `utf7`       modified UTF-7 (RFC 3501 5.1.3)
+//! - `condstore`  mod-sequences and UID sets as CONDSTORE and QRESYNC responses carry them
 //! - `reply`      tagged completions, flags
 //! - `reader`     the command reader alone, for the fuzz target
 
 mod commands;
+mod condstore;
 pub mod conn;
 mod envelope;
 mod fetch;
@@ -40,6 +43,7 @@ mod message;
 mod names;
 pub mod reader;
 mod reply;
+mod resync;
 mod search;
 mod section;
 mod session;

@@ -39,13 +39,20 @@ pub struct Session {
     pub view: Option<View>,
     /// Whether the client enabled UTF8=ACCEPT: folder names cross as UTF-8, not modified UTF-7.
     pub utf8: bool,
+    /// Whether CONDSTORE is on (ENABLE, or a command that uses it: RFC 7162 3.1): FLAGS in a
+    /// FETCH response come with MODSEQ.
+    pub condstore: bool,
+    /// Whether the client enabled QRESYNC: expunges are told as VANISHED.
+    pub qresync: bool,
     /// The AUTHENTICATE exchange under way.
     auth_tag: Option<Tag<'static>>,
 }
 
 impl Session {
     pub fn new(deps: Arc<Deps>, ip: IpAddr, tls: bool, can_starttls: bool) -> Session {
-        Session { deps, ip, tls, can_starttls, user: None, view: None, utf8: false, auth_tag: None }
+        let (utf8, condstore, qresync) = (false, false, false);
+        let (user, view, auth_tag) = (None, None, None);
+        Session { deps, ip, tls, can_starttls, user, view, utf8, condstore, qresync, auth_tag }
     }
 
     fn timeout(&self) -> Duration {
@@ -158,6 +165,10 @@ impl Session {
             other("SORT=DISPLAY"),
             other("THREAD=ORDEREDSUBJECT"),
             other("THREAD=REFERENCES"),
+            Capability::Enable,
+            Capability::CondStore,
+            Capability::QResync,
+            other("UTF8=ACCEPT"),
         ]);
         Vec1::try_from(caps).unwrap_or_else(|_| Vec1::from(Capability::Imap4Rev1))
     }

@@ -33,7 +33,7 @@ impl Session {
         };
         sort(&mut found, order.as_ref());
         let numbers = found.iter().map(|s| if uid { s.uid } else { s.seq });
-        conn.enqueue_data(Data::Sort(numbers.filter_map(NonZeroU32::new).collect()));
+        conn.enqueue_data(Data::Sort(numbers.filter_map(NonZeroU32::new).collect(), None));
         Ok(ok(tag, "SORT completed"))
     }
 }

@@ -1,13 +1,10 @@
 //! The commands that change the store: STORE (flags), EXPUNGE, COPY, MOVE and APPEND. Each
 //! works through the selected folder in chunks, one store write per chunk.
 
-use std::num::NonZeroU32;
-
 use imap_types::core::{Tag, Vec1};
 use imap_types::datetime::DateTime;
 use imap_types::extensions::binary::LiteralOrLiteral8;
 use imap_types::extensions::uidplus::{UidElement, UidSet};
-use imap_types::fetch::MessageDataItem;
 use imap_types::flag::{Flag, StoreResponse, StoreType};
 use imap_types::mailbox::Mailbox;
 use imap_types::response::{Code, Data, Status, StatusKind};
@@ -17,7 +14,8 @@ use super::conn::Conn;
 use super::fetch::INVALID_SET;
 use super::message::{appended, load};
 use super::names::{nonzero, resolve};
-use super::reply::{bad, failed, flags_fetch, no, ok, status, storable};
+use super::reply::{bad, failed, no, ok, status, storable};
+use super::resync::stored_fetch;
 use super::session::Session;
 use crate::store::{Folder, SentCopy};
 
@@ -44,7 +42,7 @@ impl Session {
         conn: &mut Conn,
         tag: &Tag<'static>,
         set: &SequenceSet,
-        (kind, response): (StoreType, StoreResponse),
+        (kind, response, unchanged_since): (StoreType, StoreResponse, Option<u64>),
         flags: &[Flag<'static>],
         uid: bool,
     ) -> Status<'static> {
@@ -62,6 +60,7 @@ impl Session {
         }
         let (mailbox, f) = (view.mailbox.clone(), view.folder);
         let positions = view.resolve(set, uid);
+        let mut modified = Vec::new();
         for chunk in positions.chunks(CHUNK) {
             let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
             let loaded = match load(&self.deps.store, &mailbox, f, uids, false).await {
@@ -79,19 +78,18 @@ impl Session {
             let written = self
                 .deps
                 .store
-                .write(move |w| -> crate::store::Result<()> {
-                    for (id, _, flags) in writes {
-                        w.imap_store_flags(&m, f, &id, flags)?;
-                    }
-                    Ok(())
+                .write(move |w| -> crate::store::Result<Vec<Option<u64>>> {
+                    let since = unchanged_since;
+                    let set = |(id, _, flags): (String, u32, Vec<String>)| {
+                        w.imap_store_flags_if(&m, f, &id, flags, since)
+                    };
+                    writes.into_iter().map(set).collect()
                 })
                 .await;
-            if let Err(e) = written {
-                return failed(tag, &e);
-            }
-            if response == StoreResponse::Silent {
-                continue;
-            }
+            let modseqs = match written {
+                Ok(modseqs) => modseqs,
+                Err(e) => return failed(tag, &e),
+            };
             // Keywords another session set, shown now, are told in FLAGS first.
             let mut new_keyword = false;
             for (_, _, flags) in &changes {
@@ -100,27 +98,35 @@ impl Session {
             if new_keyword {
                 conn.enqueue_data(Data::Flags(view.flag_list()));
             }
-            for (_, u, flags) in changes {
+            for ((_, u, flags), modseq) in changes.into_iter().zip(modseqs) {
                 let Some(seq) = view.seq_of(u) else { continue };
-                let flags = flags_fetch(&flags, view.is_recent(u));
-                let mut items = vec![MessageDataItem::Flags(flags)];
-                if uid {
-                    items.push(MessageDataItem::Uid(nonzero(u)));
-                }
-                if let Ok(items) = items.try_into() {
+                let Some(modseq) = modseq else {
+                    // Changed since the client looked (UNCHANGEDSINCE): left as it is.
+                    if unchanged_since.is_some() {
+                        modified.push(if uid { u } else { seq.get() });
+                    }
+                    continue;
+                };
+                let shown = stored_fetch(view, (u, &flags, modseq), uid, response, unchanged_since);
+                if let Some(items) = shown.and_then(|items| items.try_into().ok()) {
                     conn.enqueue_data(Data::Fetch { seq, items });
                 }
             }
         }
-        ok(tag, "STORE completed")
+        match super::condstore::uid_set(&modified) {
+            Some(set) => {
+                status(tag, StatusKind::Ok, Some(Code::Modified(set)), "conditional STORE")
+            }
+            None => ok(tag, "STORE completed"),
+        }
     }
 
-    /// Removes the messages marked \Deleted (of `only`, for UID EXPUNGE); the sequence numbers
-    /// to announce, highest first.
+    /// Removes the messages marked \Deleted (of `only`, for UID EXPUNGE); the responses that
+    /// announce it (EXPUNGE highest first, or VANISHED).
     pub(super) async fn expunge_marked(
         &mut self,
         only: Option<&SequenceSet>,
-    ) -> crate::store::Result<Vec<NonZeroU32>> {
+    ) -> crate::store::Result<Vec<Data<'static>>> {
         let Some(view) = self.view.as_mut() else { return Ok(Vec::new()) };
         let positions = match only {
             Some(set) => view.resolve(set, true),
@@ -165,7 +171,7 @@ impl Session {
         }
         match self.expunge_marked(only).await {
             Ok(seqs) => {
-                seqs.into_iter().for_each(|s| conn.enqueue_data(Data::Expunge(s)));
+                seqs.into_iter().for_each(|d| conn.enqueue_data(d));
                 // Then what other sessions removed, by the numbers the client now knows: a
                 // client that expunges expects its view to be current when this completes.
                 self.announce(conn).await;
@@ -221,7 +227,7 @@ impl Session {
                 {
                     conn.enqueue(line);
                 }
-                seqs.into_iter().for_each(|s| conn.enqueue_data(Data::Expunge(s)));
+                seqs.into_iter().for_each(|d| conn.enqueue_data(d));
                 None
             })
         } else {
@@ -237,13 +243,13 @@ impl Session {
         status(tag, StatusKind::Ok, code, if moving { "MOVE completed" } else { "COPY completed" })
     }
 
-    /// Moves the messages at `positions` to `to`: their sequence numbers here (to expunge),
+    /// Moves the messages at `positions` to `to`: the responses that tell they left here,
     /// and the COPYUID of the move.
     async fn move_to(
         &mut self,
         positions: &[usize],
         to: Folder,
-    ) -> crate::store::Result<(Vec<NonZeroU32>, Option<Code<'static>>)> {
+    ) -> crate::store::Result<(Vec<Data<'static>>, Option<Code<'static>>)> {
         let Some(view) = self.view.as_mut() else { return Ok((Vec::new(), None)) };
         let mut moved = Vec::new();
         let mut pairs = Vec::new();

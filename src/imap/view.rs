@@ -10,6 +10,7 @@ use imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
 use imap_types::fetch::MessageDataItem;
 use imap_types::flag::Flag;
 
+use super::condstore::{modseq_item, vanished};
 use super::names::nonzero;
 use super::reply::{flag, flags_fetch};
 use crate::store::{Folder, ImapEntry, ImapFolder, Store};
@@ -26,6 +27,10 @@ pub struct View {
     /// The keywords the folder's messages carry, as FLAGS told the client: it grows as new
     /// ones are seen, and a new one means a new FLAGS response.
     pub keywords: Vec<String>,
+    /// CONDSTORE is on: a FETCH that tells flags tells the MODSEQ too.
+    pub condstore: bool,
+    /// QRESYNC is on: expunges are told as `VANISHED uids`, not `n EXPUNGE`.
+    pub qresync: bool,
 }
 
 /// Keywords a FLAGS response lists at most; more can still be set (PERMANENTFLAGS has `\*`).
@@ -56,7 +61,9 @@ impl View {
             recent.extend(uids.iter().copied().filter(|u| *u > taken.max(claimed)));
         }
         let mailbox = mailbox.to_owned();
-        Ok(View { mailbox, folder, read_only, state, uids, recent, keywords: Vec::new() })
+        let keywords = Vec::new();
+        let (condstore, qresync) = (false, false);
+        Ok(View { mailbox, folder, read_only, state, uids, recent, keywords, condstore, qresync })
     }
 
     /// Reads the keywords the folder's messages carry, for the FLAGS of a SELECT (a pass over
@@ -110,6 +117,7 @@ impl View {
             .await?;
         let Some((state, now, entries)) = news else { return Ok(Vec::new()) };
         let arrived = self.arrivals(&now);
+        let fresh = arrived.clone();
         self.state = state;
         let mut out = self.adopt(now);
         if let Some(&last) = arrived.last() {
@@ -131,7 +139,11 @@ impl View {
         if new {
             out.push(Data::Flags(self.flag_list()));
         }
-        out.extend(entries.into_iter().filter_map(|e| self.flags_of(&e)));
+        // Arrivals are logged as changes too (their mod-sequence), but EXISTS told them.
+        let told = |e: &&ImapEntry| fresh.binary_search(&e.uid).is_err();
+        let fetches: Vec<_> =
+            entries.iter().filter(told).filter_map(|e| self.flags_of(e)).collect();
+        out.extend(fetches);
         Ok(out)
     }
 
@@ -145,23 +157,21 @@ impl View {
     fn flags_of(&self, entry: &ImapEntry) -> Option<Data<'static>> {
         let seq = self.seq_of(entry.uid)?;
         let flags = flags_fetch(&entry.meta.flags, self.is_recent(entry.uid));
-        let items = vec![MessageDataItem::Flags(flags), MessageDataItem::Uid(nonzero(entry.uid))];
+        let mut items =
+            vec![MessageDataItem::Flags(flags), MessageDataItem::Uid(nonzero(entry.uid))];
+        if self.condstore {
+            items.push(modseq_item(&entry.meta));
+        }
         Some(Data::Fetch { seq, items: items.try_into().ok()? })
     }
 
     /// Replaces the UIDs with `now`; the responses announcing the difference.
     pub fn adopt(&mut self, now: Vec<u32>) -> Vec<Data<'static>> {
-        let mut out = Vec::new();
-        // Expunges go highest first, so the sequence numbers of those still to come hold.
-        for (i, uid) in self.uids.iter().enumerate().rev() {
-            if now.binary_search(uid).is_err()
-                && let Some(seq) = NonZeroU32::new(i as u32 + 1)
-            {
-                out.push(Data::Expunge(seq));
-            }
-        }
+        let gone: Vec<u32> =
+            self.uids.iter().copied().filter(|u| now.binary_search(u).is_err()).collect();
         let grew = now.iter().any(|u| self.uids.binary_search(u).is_err());
-        let shrank = !out.is_empty();
+        let shrank = !gone.is_empty();
+        let mut out = self.forget(&gone);
         self.uids = now;
         if grew || shrank {
             out.push(Data::Exists(self.uids.len() as u32));
@@ -216,14 +226,19 @@ impl View {
         })
     }
 
-    /// Drops `gone` (UIDs this session removed); their sequence numbers, highest first, as the
-    /// EXPUNGE responses that tell it must go.
-    pub fn forget(&mut self, gone: &[u32]) -> Vec<NonZeroU32> {
+    /// Drops `gone` (UIDs that left the folder); the responses that tell it: EXPUNGE by
+    /// sequence number, highest first (so the numbers of those still to come hold), or one
+    /// VANISHED with the UIDs once QRESYNC is on (RFC 7162 3.2.10).
+    pub fn forget(&mut self, gone: &[u32]) -> Vec<Data<'static>> {
         let mut seqs: Vec<NonZeroU32> = gone.iter().filter_map(|u| self.seq_of(*u)).collect();
         seqs.sort_unstable_by(|a, b| b.cmp(a));
+        let here: Vec<u32> = gone.iter().copied().filter(|u| self.seq_of(*u).is_some()).collect();
         let gone: std::collections::HashSet<u32> = gone.iter().copied().collect();
         self.uids.retain(|u| !gone.contains(u));
-        seqs
+        if self.qresync {
+            return vanished(&here, false).into_iter().collect();
+        }
+        seqs.into_iter().map(Data::Expunge).collect()
     }
 
     pub fn seq_of(&self, uid: u32) -> Option<NonZeroU32> {
@@ -245,6 +260,8 @@ mod tests {
             uids,
             recent: Vec::new(),
             keywords: Vec::new(),
+            condstore: false,
+            qresync: false,
         }
     }
 

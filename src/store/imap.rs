@@ -11,6 +11,10 @@ use super::error::Result;
 use super::tables::*;
 use super::{Rtx, Wtx, decode, encode, get_json};
 
+/// How many of a folder's latest changes keep their record of vanished UIDs: enough for a
+/// client away for weeks of ordinary mail, bounded for a folder churned by a script.
+pub const VANISHED_KEPT: u64 = 50_000;
+
 /// A folder's UID bookkeeping.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -35,7 +39,9 @@ pub struct ImapMeta {
     /// When the message arrived (ms): the INTERNALDATE.
     #[serde(default)]
     pub internal: u64,
-    /// The folder change that last set the flags (its key in `IMAP_FLAG_LOG`); 0 for none.
+    /// The folder change at which the message arrived or its flags last changed (its key in
+    /// `IMAP_FLAG_LOG`): its CONDSTORE mod-sequence. 0 for a message numbered before
+    /// mod-sequences were kept and untouched since (shown as 1, older than any change).
     #[serde(default)]
     pub modseq: u64,
 }
@@ -76,10 +82,13 @@ impl Wtx<'_> {
         let old = metas.get(s.id)?.map(|v| decode::<ImapMeta>(v.value())).transpose()?;
         let initial = || s.initial.iter().map(|f| (*f).to_owned()).collect();
         let flags = old.map_or_else(initial, |m| m.flags);
-        let meta = ImapMeta { uid, flags, internal: s.at, modseq: 0 };
+        // An arrival is a change of the folder like a flag change: logged the same way, so
+        // a resync reads one range for both.
+        let meta = ImapMeta { uid, flags, internal: s.at, modseq: state.changes };
         metas.insert(s.id, encode(&meta)?.as_slice())?;
         let mut uids = self.tx.open_table(IMAP_UIDS)?;
         uids.insert((key.0, key.1, uid), s.id)?;
+        self.tx.open_table(IMAP_FLAG_LOG)?.insert((key.0, key.1, state.changes), uid)?;
         self.imap_changed = true;
         Ok(())
     }
@@ -98,8 +107,27 @@ impl Wtx<'_> {
             self.tx.open_table(IMAP_FLAG_LOG)?.remove((s.mailbox, code, meta.modseq))?;
         }
         let removed = self.tx.open_table(IMAP_UIDS)?.remove((s.mailbox, code, meta.uid))?.is_some();
-        if removed {
-            self.imap_touch(s.mailbox, code)?;
+        if removed && let Some(change) = self.imap_touch(s.mailbox, code)? {
+            self.imap_record_vanished(s.mailbox, code, change, meta.uid)?;
+        }
+        Ok(())
+    }
+
+    /// Records that `uid` left folder `code` at folder change `change` (QRESYNC's VANISHED),
+    /// dropping the records older than the last `VANISHED_KEPT` changes: a client that
+    /// resyncs from before them is answered from its known UIDs instead (RFC 7162 3.2.5.1).
+    fn imap_record_vanished(
+        &mut self,
+        mailbox: &str,
+        code: u8,
+        change: u64,
+        uid: u32,
+    ) -> Result<()> {
+        let mut table = self.tx.open_table(IMAP_VANISHED)?;
+        table.insert((mailbox, code, change), uid)?;
+        let horizon = change.saturating_sub(VANISHED_KEPT);
+        if horizon > 0 {
+            table.retain_in((mailbox, code, 0u64)..(mailbox, code, horizon), |_, _| false)?;
         }
         Ok(())
     }
@@ -122,6 +150,9 @@ impl Wtx<'_> {
         folders.retain_in((mailbox, 0u8)..=(mailbox, u8::MAX), |_, _| false)?;
         let mut log = self.tx.open_table(IMAP_FLAG_LOG)?;
         log.retain_in((mailbox, 0u8, 0u64)..=(mailbox, u8::MAX, u64::MAX), |_, _| false)?;
+        drop(log);
+        let mut gone = self.tx.open_table(IMAP_VANISHED)?;
+        gone.retain_in((mailbox, 0u8, 0u64)..=(mailbox, u8::MAX, u64::MAX), |_, _| false)?;
         self.imap_changed = true;
         Ok(())
     }
@@ -132,15 +163,18 @@ impl Wtx<'_> {
         Ok(())
     }
 
-    /// Counts a change of a folder, so sessions that watch it look again.
-    pub(super) fn imap_touch(&mut self, mailbox: &str, code: u8) -> Result<()> {
+    /// Counts a change of a folder, so sessions that watch it look again; the change's number
+    /// (none for a folder without IMAP state).
+    pub(super) fn imap_touch(&mut self, mailbox: &str, code: u8) -> Result<Option<u64>> {
         let key = (mailbox, code);
+        let mut change = None;
         if let Some(mut state) = get_json::<_, ImapFolder>(self, IMAP_FOLDERS, key)? {
             state.changes += 1;
+            change = Some(state.changes);
             self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
         }
         self.imap_changed = true;
-        Ok(())
+        Ok(change)
     }
 
     /// Gives a folder just made its empty state, with `validity` as its UIDVALIDITY.
@@ -156,7 +190,8 @@ impl Wtx<'_> {
         let uids = (mailbox, code, 0u32)..=(mailbox, code, u32::MAX);
         self.tx.open_table(IMAP_UIDS)?.retain_in(uids, |_, _| false)?;
         let log = (mailbox, code, 0u64)..=(mailbox, code, u64::MAX);
-        self.tx.open_table(IMAP_FLAG_LOG)?.retain_in(log, |_, _| false)?;
+        self.tx.open_table(IMAP_FLAG_LOG)?.retain_in(log.clone(), |_, _| false)?;
+        self.tx.open_table(IMAP_VANISHED)?.retain_in(log, |_, _| false)?;
         self.tx.open_table(IMAP_FOLDERS)?.remove((mailbox, code))?;
         self.imap_changed = true;
         Ok(())
@@ -337,6 +372,16 @@ impl Rtx {
         since: u64,
     ) -> Result<Vec<u32>> {
         let table = self.tx.open_table(IMAP_FLAG_LOG)?;
+        let mut out = Vec::new();
+        for entry in table.range((mailbox, code, since + 1)..=(mailbox, code, u64::MAX))? {
+            out.push(entry?.1.value());
+        }
+        Ok(out)
+    }
+
+    /// The UIDs that left the folder after folder change `since`, ascending by change.
+    pub(super) fn imap_vanished_of(&self, mailbox: &str, code: u8, since: u64) -> Result<Vec<u32>> {
+        let table = self.tx.open_table(IMAP_VANISHED)?;
         let mut out = Vec::new();
         for entry in table.range((mailbox, code, since + 1)..=(mailbox, code, u64::MAX))? {
             out.push(entry?.1.value());

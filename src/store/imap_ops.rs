@@ -75,6 +75,30 @@ impl Wtx<'_> {
         self.imap_put_flags(mailbox, folder.code(), id, flags)
     }
 
+    /// Sets a message's flags unless they changed after mod-sequence `unchanged_since` (STORE
+    /// UNCHANGEDSINCE, RFC 7162 3.1.3: checked in the write, so no other change slips in
+    /// between); the message's new mod-sequence, `Ok(None)` when it had changed or is not in
+    /// that folder.
+    pub fn imap_store_flags_if(
+        &mut self,
+        mailbox: &str,
+        folder: Folder,
+        id: &str,
+        flags: Vec<String>,
+        unchanged_since: Option<u64>,
+    ) -> Result<Option<u64>> {
+        let meta = super::get_json::<_, super::imap::ImapMeta>(self, IMAP_MESSAGES, id)?;
+        let Some(meta) = meta else { return Ok(None) };
+        if unchanged_since.is_some_and(|n| meta.modseq.max(1) > n) {
+            return Ok(None);
+        }
+        if !self.imap_put_flags(mailbox, folder.code(), id, flags)? {
+            return Ok(None);
+        }
+        let meta = super::get_json::<_, super::imap::ImapMeta>(self, IMAP_MESSAGES, id)?;
+        Ok(meta.map(|m| m.modseq))
+    }
+
     /// Moves message `id` of `mailbox` to `to` (flags kept); its new UID there.
     pub fn imap_move(&mut self, mailbox: &str, id: &str, to: Folder, now: u64) -> Result<u32> {
         self.imap_open(mailbox, to, now)?;
@@ -199,6 +223,22 @@ impl Rtx {
         self.imap_flag_changes_of(mailbox, folder.code(), since)
     }
 
+    /// The UIDs that left the folder after folder change `since` (expunged or moved out),
+    /// ascending by change; `None` when records that old are pruned (the caller then works
+    /// from the UIDs the client knows, RFC 7162 3.2.5.1).
+    pub fn imap_vanished(
+        &self,
+        mailbox: &str,
+        folder: Folder,
+        since: u64,
+    ) -> Result<Option<Vec<u32>>> {
+        let Some(state) = self.imap_state_of(mailbox, folder.code())? else { return Ok(None) };
+        if since < state.changes.saturating_sub(super::imap::VANISHED_KEPT) {
+            return Ok(None);
+        }
+        self.imap_vanished_of(mailbox, folder.code(), since).map(Some)
+    }
+
     /// The messages with these UIDs that are still in the folder.
     pub fn imap_entries(
         &self,
@@ -263,6 +303,74 @@ mod tests {
             .write_blocking(move |w| w.imap_move("m@x.test", "em_a", Folder::Trash, at))
             .expect("trash"); // ok: test
         assert_eq!(copy(&store, "m@x.test", "<a@x.test>", at + 3000), SentCopy::Absent);
+        store.close();
+        drop(store);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    fn received(id: &str, mailbox: &str, at: u64) -> Email {
+        let mut e = Email::default();
+        e.summary.id = id.into();
+        e.summary.mailbox = mailbox.into();
+        e.summary.folder = Folder::Inbox;
+        e.summary.created_at = at;
+        e
+    }
+
+    #[test]
+    fn expunges_and_moves_out_are_recorded_as_vanished_and_read_by_change() {
+        let dir = std::env::temp_dir().join(format!("edgemail-vanished-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).expect("open"); // ok: test
+        let (m, at) = ("m@x.test", 1_800_000_000_000);
+        let raw = b"Subject: hi\r\n\r\nbody\r\n";
+        let uids = store
+            .write_blocking(move |w| -> Result<Vec<u32>> {
+                ["em_1", "em_2", "em_3", "em_4"]
+                    .iter()
+                    .map(|id| w.imap_append(&received(id, m, at), raw, Vec::new(), at))
+                    .collect()
+            })
+            .expect("append"); // ok: test
+        let state = store.read_blocking(move |r| r.imap_state(m, Folder::Inbox)).expect("state"); // ok: test
+        let since = state.expect("state").changes; // ok: test
+        let entries = store
+            .read_blocking({
+                let ends = [uids[0], uids[3]];
+                move |r| r.imap_entries(m, Folder::Inbox, &ends)
+            })
+            .expect("entries"); // ok: test
+        assert!(entries.iter().all(|e| e.meta.modseq > 0), "every message has a mod-sequence");
+        assert!(entries[0].meta.modseq < entries[1].meta.modseq, "in order of arrival");
+
+        store
+            .write_blocking(move |w| -> Result<()> {
+                w.imap_expunge(m, "em_1", at)?;
+                w.imap_move(m, "em_2", Folder::Trash, at)?;
+                w.imap_store_flags(m, Folder::Inbox, "em_3", vec!["\\Seen".into()])?;
+                Ok(())
+            })
+            .expect("changes"); // ok: test
+        let gone =
+            store.read_blocking(move |r| r.imap_vanished(m, Folder::Inbox, since)).expect("read"); // ok: test
+        assert_eq!(gone, Some(vec![uids[0], uids[1]]));
+        let none = store
+            .read_blocking(move |r| r.imap_vanished(m, Folder::Inbox, since + 3))
+            .expect("read"); // ok: test
+        assert_eq!(none, Some(Vec::new()), "nothing vanished after the last change");
+        let flagged = store
+            .read_blocking(move |r| r.imap_flag_changes(m, Folder::Inbox, since))
+            .expect("read"); // ok: test
+        assert_eq!(flagged, [uids[2]]);
+        let state = store.read_blocking(move |r| r.imap_state(m, Folder::Inbox)).expect("state"); // ok: test
+        assert_eq!(state.expect("state").changes, since + 3, "HIGHESTMODSEQ counts each change"); // ok: test
+
+        // A folder that goes takes its record with it.
+        store.write_blocking(move |w| w.imap_forget(m)).expect("forget"); // ok: test
+        let after = store
+            .read_blocking(move |r| r.imap_vanished_of(m, Folder::Inbox.code(), 0))
+            .expect("read"); // ok: test
+        assert!(after.is_empty());
         store.close();
         drop(store);
         std::fs::remove_dir_all(&dir).ok();

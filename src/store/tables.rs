@@ -158,6 +158,12 @@ pub const IMAP_MESSAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("im
 /// per message: a newer change replaces the older).
 pub const IMAP_FLAG_LOG: TableDefinition<(&str, u8, u64), u32> =
     TableDefinition::new("imap_flag_log");
+/// (mailbox address, folder code, change number) -> UID: the messages that left a folder
+/// (expunged, moved out), under the folder change that removed them, so a QRESYNC client
+/// learns what vanished since the change it last saw by reading that range alone. Pruned to
+/// the last `VANISHED_KEPT` changes of the folder (`imap`).
+pub const IMAP_VANISHED: TableDefinition<(&str, u8, u64), u32> =
+    TableDefinition::new("imap_vanished");
 
 /// Node name -> the time (Unix ms) its heartbeat lasts until (stores shared by several nodes).
 pub const NODES: TableDefinition<&str, u64> = TableDefinition::new("cluster_nodes");

@@ -40,6 +40,7 @@ mod imap_conformance;
 mod imap_folders;
 mod imap_login_cache;
 mod imap_news;
+mod imap_qresync;
 mod imap_search;
 mod imap_sent_copy;
 mod imap_sort;

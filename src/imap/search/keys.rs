@@ -36,6 +36,10 @@ pub enum Key {
     Header(String, Needle),
     Body(Needle),
     Text(Needle),
+    /// MODSEQ (RFC 7162): the message's mod-sequence is at least this. The entry name (a
+    /// flag's own mod-sequence) is ignored: one mod-sequence per message is kept, which the
+    /// RFC allows ("all" metadata items).
+    ModSeq(u64),
 }
 
 /// Compiles `key`, its strings written in `charset`. The parser bounds the nesting (imap-codec
@@ -85,6 +89,19 @@ pub fn compile(key: &SearchKey<'_>, charset: Charset) -> Key {
         S::Header(name, s) => header(&String::from_utf8_lossy(name.as_ref()), s.as_ref()),
         S::Body(s) => Key::Body(needle(s.as_ref())),
         S::Text(s) => Key::Text(needle(s.as_ref())),
+        S::ModSequence { modseq, .. } => Key::ModSeq(*modseq),
+    }
+}
+
+/// Whether `key` holds a MODSEQ criterion (the answer then tells the highest mod-sequence).
+pub fn asks_modseq(key: &SearchKey<'_>) -> bool {
+    use SearchKey::*;
+    match key {
+        And(keys) => keys.as_ref().iter().any(asks_modseq),
+        Not(k) => asks_modseq(k),
+        Or(a, b) => asks_modseq(a) || asks_modseq(b),
+        ModSequence { .. } => true,
+        _ => false,
     }
 }
 
@@ -246,6 +263,7 @@ impl<'a> Candidate<'a> {
             Key::Header(name, needle) => self.header_has(name, needle),
             Key::Body(needle) => self.body_has(needle),
             Key::Text(needle) => self.text_has(needle),
+            Key::ModSeq(n) => crate::imap::condstore::modseq_of(&self.loaded.entry.meta) >= *n,
         }
     }
 }

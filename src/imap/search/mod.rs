@@ -32,7 +32,7 @@ use super::session::Session;
 use super::view::View;
 use crate::store::Store;
 use budget::Budget;
-use keys::{At, Folder, Key, compile, evaluate, longest_needle};
+use keys::{At, Folder, Key, asks_modseq, compile, evaluate, longest_needle};
 
 /// The longest string a criterion may look for: longer ones are refused (`NO [LIMIT]`). Real
 /// clients search for words and addresses; a long needle only multiplies the work.
@@ -74,13 +74,22 @@ impl Session {
         criteria: &[SearchKey<'static>],
         uid: bool,
     ) -> Result<Status<'static>, ConnError> {
-        let number = move |seq: u32, l: &Loaded| if uid { l.entry.uid } else { seq };
+        // MODSEQ enables CONDSTORE (RFC 7162 3.1) and is answered with the highest one found.
+        let modseq = criteria.iter().any(asks_modseq);
+        self.condstore |= modseq;
+        let number = move |seq: u32, l: &Loaded| {
+            (if uid { l.entry.uid } else { seq }, super::condstore::modseq_of(&l.entry.meta))
+        };
         let found = match self.matching(tag, charset, criteria, false, number).await {
             Ok(found) => found,
             Err(refused) => return Ok(refused),
         };
-        let found: Vec<NonZeroU32> = found.into_iter().filter_map(NonZeroU32::new).collect();
-        conn.enqueue_data(Data::Search(found));
+        let highest = found.iter().map(|(_, m)| *m).max().unwrap_or(0);
+        let found: Vec<NonZeroU32> =
+            found.into_iter().filter_map(|(n, _)| NonZeroU32::new(n)).collect();
+        // RFC 7162 3.1.5: no MODSEQ part when nothing matched.
+        let highest = std::num::NonZeroU64::new(highest).filter(|_| modseq && !found.is_empty());
+        conn.enqueue_data(Data::Search(found, highest));
         Ok(ok(tag, "SEARCH completed"))
     }
 

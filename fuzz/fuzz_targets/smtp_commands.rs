@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use edgemail::credentials::Login;
-use edgemail::smtp::data::Budget;
+use edgemail::smtp::data::budget;
 use edgemail::smtp::session::{Action, Peer, Session};
 use libfuzzer_sys::fuzz_target;
 
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     cfg.max_message_size = 4096;
     cfg.max_recipients = 4;
     let peer = Peer { ip: IpAddr::from([192, 0, 2, 1]), tls_available: chunk & 1 == 1 };
-    let (cfg, budget) = (Arc::new(cfg), Budget::new(64 * 1024));
+    let (cfg, budget) = (Arc::new(cfg), budget(64 * 1024));
     let mut session = match chunk & 6 {
         0 | 2 => Session::new(cfg, peer, budget),
         4 => Session::submission(cfg, peer, budget, false),

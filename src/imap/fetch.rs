@@ -13,16 +13,14 @@ use mail_parser::Message;
 
 use super::conn::{Conn, ConnError};
 use super::envelope::envelope;
+use super::message::CHUNK;
 use super::message::{Loaded, load};
 use super::names::nonzero;
+use super::reply::INVALID_SET;
 use super::reply::{bad, failed, flags_fetch, ok};
 use super::section::{extract, header_block, text};
 use super::session::Session;
 use super::structure::{basic, body_structure};
-use super::update::CHUNK;
-
-/// The answer to message sequence numbers past the last message (Dovecot's words).
-pub const INVALID_SET: &str = "Invalid messageset";
 
 /// The items asked for, each once, in the order first asked: `FLAGS FLAGS` answers one FLAGS,
 /// and BODY.PEEK[s] beside BODY[s] would answer BODY[s] twice, so the peek goes.

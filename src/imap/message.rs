@@ -8,6 +8,9 @@ use std::sync::Arc;
 use crate::mail::build::{Outgoing, Part, build};
 use crate::store::{Email, Folder, ImapEntry, Store};
 
+/// Messages per store read or write: a large folder is worked through this many at a time.
+pub const CHUNK: usize = 256;
+
 /// A message of a chunk: its place and flags, and its bytes when they were asked for.
 pub struct Loaded {
     pub entry: ImapEntry,

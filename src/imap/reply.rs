@@ -4,6 +4,9 @@ use imap_types::core::{Tag, Text};
 use imap_types::flag::{Flag, FlagFetch};
 use imap_types::response::{Code, Status, StatusBody, StatusKind, Tagged};
 
+/// The answer to message sequence numbers past the last message (Dovecot's words).
+pub const INVALID_SET: &str = "Invalid messageset";
+
 fn text(s: &str) -> Text<'static> {
     Text::try_from(s.to_owned()).unwrap_or_else(|_| Text::unvalidated("-"))
 }

@@ -11,16 +11,14 @@ use imap_types::response::{Code, Data, Status, StatusKind};
 use imap_types::sequence::SequenceSet;
 
 use super::conn::Conn;
-use super::fetch::INVALID_SET;
+use super::message::CHUNK;
 use super::message::{appended, load};
 use super::names::{nonzero, resolve};
+use super::reply::INVALID_SET;
 use super::reply::{bad, failed, no, ok, status, storable};
 use super::resync::stored_fetch;
 use super::session::Session;
 use crate::store::{Folder, SentCopy};
-
-/// Messages per store read or write.
-pub const CHUNK: usize = 256;
 
 /// The flags after a STORE of `kind` with `given`.
 fn apply(current: &[String], kind: StoreType, given: &[String]) -> Vec<String> {

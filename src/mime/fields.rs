@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(field(b"CONTENT-TYPE : text/plain").map(|f| f.0), Some(Field::ContentType));
         // As mail-parser reads names: colons before, blanks inside.
         // ok: test input, a field by construction
-        let odd = field(b"::: Content -Type: multipart/digest; boundary=x").expect("a field");
+        let odd = field(b"::: Content -Type: multipart/digest; boundary=x").expect("a field"); // ok: test
         assert_eq!((odd.0, odd.2), (Field::ContentType, 4));
         assert_eq!(odd.1, b" multipart/digest; boundary=x");
         assert_eq!(field(b":::"), None);

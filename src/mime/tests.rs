@@ -199,7 +199,7 @@ fn a_field_name_read_as_the_parser_reads_it_is_bounded_too() {
     for prefix in [":::".repeat(700), String::from(":: "), String::new()] {
         for name in ["Content-Type", "Content - Type"] {
             // ok: test, the message is built of ASCII
-            let raw = String::from_utf8(nested_digests(600)).expect("ascii");
+            let raw = String::from_utf8(nested_digests(600)).expect("ascii"); // ok: test
             let raw = raw.replacen("Content-Type", &format!("{prefix}{name}"), 1);
             let (depth, _, _, _) = parse_on_small_stack(raw.into_bytes());
             assert!(depth <= MAX_DEPTH + 1, "{prefix:.6}{name}: depth {depth}");

@@ -391,9 +391,9 @@ mod tests {
 
     #[test]
     fn names_are_checked_and_system_heads_normalized() {
-        assert_eq!(check_name("inbox/Receipts").expect("test value"), "INBOX/Receipts");
-        assert_eq!(check_name("archive/2024").expect("test value"), "Archive/2024");
-        assert_eq!(check_name("Projekte/Übersicht").expect("test value"), "Projekte/Übersicht");
+        assert_eq!(check_name("inbox/Receipts").expect("test value"), "INBOX/Receipts"); // ok: test
+        assert_eq!(check_name("archive/2024").expect("test value"), "Archive/2024"); // ok: test
+        assert_eq!(check_name("Projekte/Übersicht").expect("test value"), "Projekte/Übersicht"); // ok: test
         for bad in ["", "/a", "a/", "a//b", "a*", "50%", "a\u{7}b", "a/../b", &"x".repeat(201)] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }

@@ -152,15 +152,15 @@ mod tests {
 
     #[test]
     fn needles_convert_from_their_charset_and_lower_case_beyond_ascii() {
-        let latin1 = charset(Some("ISO-8859-1")).expect("known");
+        let latin1 = charset(Some("ISO-8859-1")).expect("known"); // ok: test
         let n = Needle::new(b"CAF\xc9", latin1);
         assert!(n.in_text(&lower("Un café noir")));
         assert!(n.in_raw(b"un caf\xc9 noir"), "the Latin-1 bytes as sent match raw Latin-1");
-        let koi8 = charset(Some("KOI8-R")).expect("known");
+        let koi8 = charset(Some("KOI8-R")).expect("known"); // ok: test
         // "ПРИВЕТ" in KOI8-R.
         let n = Needle::new(b"\xf0\xf2\xe9\xf7\xe5\xf4", koi8);
         assert!(n.in_text(&lower("Он сказал: привет!")));
-        let jis = charset(Some("ISO-2022-JP")).expect("known");
+        let jis = charset(Some("ISO-2022-JP")).expect("known"); // ok: test
         // "日本" in ISO-2022-JP.
         let n = Needle::new(b"\x1b$BF|K\\\x1b(B", jis);
         assert!(n.in_text(&lower("日本語のメール")));

@@ -169,7 +169,10 @@ impl Conn {
                     self.renewable = matches!(event, Event::CommandReceived { .. });
                     self.pending.push_back(event);
                 }
-                Err(Interrupt::Io(Io::Output(bytes))) => self.io.write_all(&bytes).await?,
+                Err(Interrupt::Io(Io::Output(bytes))) => {
+                    self.gate.settle();
+                    self.io.write_all(&bytes).await?;
+                }
                 Err(Interrupt::Io(Io::NeedMoreInput)) => break,
                 Err(Interrupt::Error(e)) => self.refuse(e)?,
             }
@@ -192,6 +195,7 @@ impl Conn {
                     return Ok(event);
                 }
                 Err(Interrupt::Io(Io::Output(bytes))) => {
+                    self.gate.settle();
                     self.io.write_all(&bytes).await?;
                 }
                 Err(Interrupt::Io(Io::NeedMoreInput)) => self.more_input(limit).await?,

@@ -126,6 +126,15 @@ impl Gate {
         due
     }
 
+    /// Output is about to reach the client: when no command is being taken in, the last one's
+    /// share of the budget comes back now, before the client can read its answer and send the
+    /// next (otherwise another session could be refused for budget this one no longer needs).
+    pub fn settle(&mut self) {
+        if self.between_commands() {
+            self.held = None;
+        }
+    }
+
     fn between_commands(&self) -> bool {
         self.message == 0 && !self.literal && self.at == 0
     }

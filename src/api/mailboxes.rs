@@ -6,7 +6,7 @@ use crate::address;
 use crate::error::{Error, Result};
 use crate::http::request::parse_json_nullable;
 use crate::http::{Ctx, Reply};
-use crate::store::{Mailbox, MailboxPatch, Quota};
+use crate::store::{Mailbox, MailboxPatch, Quota, SpamFilterPatch};
 
 /// The largest `dailyLimit` and `minGapMs` taken: a day's worth of sends at one a second, and a day.
 const MAX_DAILY_LIMIT: u32 = 86_400;
@@ -31,6 +31,44 @@ struct UpdateMailbox {
     min_gap_ms: Option<Option<u64>>,
     #[serde(default, deserialize_with = "super::input::nullable")]
     quota_bytes: Option<Option<u64>>,
+    #[serde(default)]
+    spam_filter: Option<SpamFilterInput>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SpamFilterInput {
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    junk_threshold: Option<f64>,
+    #[serde(default, deserialize_with = "super::input::nullable")]
+    reject_threshold: Option<Option<f64>>,
+}
+
+/// Scores run from about -20 to 40; thresholds outside this range mean nothing.
+const THRESHOLDS: std::ops::RangeInclusive<f64> = -50.0..=100.0;
+
+fn spam_filter(input: SpamFilterInput) -> Result<SpamFilterPatch> {
+    let bad = |field: &str| {
+        Error::invalid(
+            format!("`spamFilter.{field}` must be a number from -50 to 100"),
+            "give a score threshold; 5.0 is the default for junk",
+        )
+    };
+    if input.junk_threshold.is_some_and(|t| !THRESHOLDS.contains(&t)) {
+        return Err(bad("junkThreshold"));
+    }
+    if let Some(Some(t)) = input.reject_threshold
+        && !THRESHOLDS.contains(&t)
+    {
+        return Err(bad("rejectThreshold"));
+    }
+    Ok(SpamFilterPatch {
+        enabled: input.enabled,
+        junk_threshold: input.junk_threshold,
+        reject_threshold: input.reject_threshold,
+    })
 }
 
 /// A mailbox with its quota: what it holds and may hold.
@@ -44,7 +82,10 @@ struct WithQuota {
 /// A validated change: the fields given, null or blank clearing one.
 pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
     let input: UpdateMailbox =
-        parse_json_nullable(body, &["displayName", "dailyLimit", "minGapMs", "quotaBytes"])?;
+        parse_json_nullable(
+        body,
+        &["displayName", "dailyLimit", "minGapMs", "quotaBytes", "spamFilter.rejectThreshold"],
+    )?;
     let display_name = match input.display_name {
         None => None,
         Some(None) => Some(None),
@@ -73,6 +114,7 @@ pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
         daily_limit,
         min_gap_ms: input.min_gap_ms,
         quota_bytes: input.quota_bytes,
+        spam_filter: input.spam_filter.map(spam_filter).transpose()?,
     })
 }
 

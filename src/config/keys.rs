@@ -316,6 +316,30 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
             .collect::<Result<_, _>>()?;
         Ok(())
     }),
+    ("inbound.dmarc_reject", |c, v| {
+        c.inbound.dmarc_reject = match v {
+            "refuse" => super::DmarcReject::Refuse,
+            "junk" => super::DmarcReject::Junk,
+            _ => return Err("expected \"refuse\" or \"junk\"".into()),
+        };
+        Ok(())
+    }),
+    ("inbound.arc_trusted", |c, v| {
+        c.inbound.arc_trusted = list(v)
+            .map(|d| crate::address::normalize_domain(d).map_err(|e| format!("{d:?}: {e}")))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }),
+    ("inbound.dnsbl", |c, v| {
+        c.inbound.dnsbl = list(v)
+            .map(|d| crate::address::normalize_domain(d).map_err(|e| format!("{d:?}: {e}")))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }),
+    ("inbound.dnsbl_timeout", |c, v| {
+        c.inbound.dnsbl_timeout = parse_duration(v)?;
+        Ok(())
+    }),
     ("tools.rate_per_minute", |c, v| {
         c.tools.rate_per_minute = positive(v)?;
         Ok(())

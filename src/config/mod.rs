@@ -4,6 +4,7 @@
 
 mod cluster;
 mod http;
+mod inbound;
 mod keys;
 mod mta_sts;
 mod parse;
@@ -14,6 +15,7 @@ mod tests;
 
 pub use cluster::Cluster;
 pub use http::{Http, Tracking, Ui};
+pub use inbound::{DEFAULT_DNSBL, DmarcReject, Inbound};
 use keys::{KEYS, Setter};
 pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
@@ -45,6 +47,8 @@ pub struct Config {
     pub delivery: Delivery,
     pub shaping: Shaping,
     pub mta_sts: MtaSts,
+    /// What received mail is checked against (`inbound.*`).
+    pub inbound: Inbound,
     pub tools: Tools,
     pub api: Api,
     pub health: Health,
@@ -236,6 +240,7 @@ impl Default for Config {
             },
             shaping: Shaping::default(),
             mta_sts: MtaSts::default(),
+            inbound: Inbound::default(),
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
             health: Health {

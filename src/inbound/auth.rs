@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use mail_auth::common::headers::HeaderWriter;
-use mail_auth::dmarc::Alignment;
+use mail_auth::dmarc::{Alignment, Policy};
 use mail_auth::spf::verify::SpfParameters;
 use mail_auth::{
     AuthenticatedMessage, AuthenticationResults, DkimOutput, DkimResult, MessageAuthenticator,
@@ -28,6 +28,22 @@ pub struct Verdict {
     pub from_domain: String,
     /// Each check's result keyword, as Authentication-Results spells it.
     pub results: Results,
+    /// What the From domain's DMARC record asks for mail that fails it, and for what share of
+    /// it (`pct`); `Asks::Nothing` unless DMARC failed.
+    pub dmarc_asks: Asks,
+    pub dmarc_pct: u8,
+    /// When DMARC failed and the message carries a valid ARC chain (RFC 8617): the domain that
+    /// sealed it last, whose own checks may be trusted instead (`inbound.arc_trusted`).
+    pub arc_sealer: Option<String>,
+}
+
+/// The disposition a DMARC record asks for failing mail (RFC 7489 6.3 `p`/`sp`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Asks {
+    #[default]
+    Nothing,
+    Quarantine,
+    Reject,
 }
 
 /// The SPF, DKIM and DMARC results of a message: `pass`, `fail`, `softfail`, `neutral`, `none`,
@@ -176,6 +192,15 @@ pub async fn authenticate(
             .collect();
         let ids = identifiers(&dkim, &spf, &mail_from_domain);
         let dmarc = dmarc::evaluate(authenticator, &from_domains, &ids).await;
+        // Only a failure can be overridden, so only then is the chain verified.
+        let arc_sealer = if dmarc.result == "fail" {
+            let arc = authenticator.verify_arc(&message).await;
+            (*arc.result() == DkimResult::Pass)
+                .then(|| arc.sets().last().map(|set| set.seal.header.d.to_ascii_lowercase()))
+                .flatten()
+        } else {
+            None
+        };
         let verdict = Verdict {
             dkim_pass: dkim
                 .iter()
@@ -190,6 +215,13 @@ pub async fn authenticate(
                 dkim: dkim_word(dkim.iter().map(|d| d.result())),
                 dmarc: dmarc.result,
             },
+            dmarc_asks: match (dmarc.result, &dmarc.policy) {
+                ("fail", Policy::Reject) => Asks::Reject,
+                ("fail", Policy::Quarantine) => Asks::Quarantine,
+                _ => Asks::Nothing,
+            },
+            dmarc_pct: dmarc.pct,
+            arc_sealer,
         };
         let header = AuthenticationResults::new(host)
             .with_dkim_results(&dkim, message.from())
@@ -227,6 +259,7 @@ pub fn local(raw: &[u8], sender_domain: &str, mail_from: &str, host: &str) -> (S
         spf_pass: Some(signer.clone()),
         from_domain: from_domain.clone(),
         results: Results { spf: "pass", dkim: "pass", dmarc: "none" },
+        ..Verdict::default()
     };
     if verdict.aligned() {
         verdict.results.dmarc = "pass";
@@ -251,7 +284,7 @@ mod tests {
             dkim_pass: dkim.iter().map(|d| d.to_string()).collect(),
             spf_pass: spf.map(str::to_owned),
             from_domain: from.into(),
-            results: Results::default(),
+            ..Verdict::default()
         }
     }
 

@@ -7,6 +7,7 @@
 
 use mail_auth::common::cache::NoCache;
 use mail_auth::dmarc::{Alignment, Dmarc, Policy};
+use hickory_resolver::proto::rr::RData;
 use mail_auth::{DnsError, Error, MessageAuthenticator, Txt};
 
 /// The organizational domain of `domain` (lower-case, no trailing dot): the registrable domain
@@ -52,11 +53,13 @@ pub struct Outcome {
     pub from_domain: String,
     /// The policy the record asks for this domain (`none` when there is no record).
     pub policy: Policy,
+    /// The record's `pct` (RFC 7489 6.3): the share of failing mail the policy applies to.
+    pub pct: u8,
 }
 
 impl Outcome {
     fn none(from_domain: &str, result: &'static str) -> Outcome {
-        Outcome { result, from_domain: from_domain.to_owned(), policy: Policy::None }
+        Outcome { result, from_domain: from_domain.to_owned(), policy: Policy::None, pct: 100 }
     }
 
     /// The `dmarc=` clause of an Authentication-Results header (RFC 8601, RFC 7489 11.2).
@@ -121,7 +124,44 @@ pub async fn evaluate(
             }
         }
     }
-    Outcome { result, from_domain: from, policy }
+    // mail-auth follows DMARCbis, which dropped `pct`, so its parser skips the tag; it is read
+    // from the record's text, and only when it could matter.
+    let pct = match (result, policy) {
+        ("fail", Policy::Reject | Policy::Quarantine) => {
+            percent(auth, if own { &from } else { organizational(&from) }).await
+        }
+        _ => 100,
+    };
+    Outcome { result, from_domain: from, policy, pct }
+}
+
+/// The `pct` of the DMARC record at `domain` (100 when absent or unreadable).
+async fn percent(auth: &MessageAuthenticator, domain: &str) -> u8 {
+    let name = format!("_dmarc.{domain}.");
+    let Ok(lookup) = auth.0.txt_lookup(name).await else { return 100 };
+    lookup
+        .answers()
+        .iter()
+        .filter_map(|record| match &record.data {
+            RData::TXT(txt) => Some(txt.txt_data.iter().flat_map(|s| s.iter().copied()).collect()),
+            _ => None,
+        })
+        .find_map(|text: Vec<u8>| pct_of(&String::from_utf8_lossy(&text)))
+        .unwrap_or(100)
+}
+
+/// `pct` of a record's text (`v=DMARC1; p=reject; pct=20`): `None` when it is not a DMARC
+/// record; 100 when the tag is absent or not a number from 0 to 100 (RFC 7489 6.3).
+fn pct_of(record: &str) -> Option<u8> {
+    let mut tags = record.split(';').map(str::trim);
+    if !tags.next()?.eq_ignore_ascii_case("v=DMARC1") {
+        return None;
+    }
+    let value = tags.find_map(|t| {
+        let (k, v) = t.split_once('=')?;
+        k.trim().eq_ignore_ascii_case("pct").then(|| v.trim().parse::<u8>().ok())
+    });
+    Some(value.flatten().filter(|p| *p <= 100).unwrap_or(100))
 }
 
 /// RFC 7489 6.6.3: the From domain's record, else the organizational domain's.
@@ -162,6 +202,15 @@ mod tests {
         assert_eq!(organizational("a.b.example.com"), "example.com");
         assert_eq!(organizational("someone.github.io"), "someone.github.io");
         assert_eq!(organizational("mail.alpha.test"), "alpha.test");
+    }
+
+    #[test]
+    fn pct_is_read_from_the_record_text() {
+        assert_eq!(pct_of("v=DMARC1; p=reject; pct=20"), Some(20));
+        assert_eq!(pct_of("v=DMARC1;p=quarantine"), Some(100));
+        assert_eq!(pct_of("v=DMARC1; p=reject; pct=250"), Some(100));
+        assert_eq!(pct_of("v=DMARC1; p=reject; pct=x"), Some(100));
+        assert_eq!(pct_of("v=spf1 -all"), None);
     }
 
     #[test]

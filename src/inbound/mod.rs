@@ -7,7 +7,9 @@
 //! and suppressions.
 
 pub mod auth;
+mod disposition;
 mod dmarc;
+mod dnsbl;
 mod dsn_to_sender;
 mod inspect;
 mod local;

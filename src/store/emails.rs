@@ -91,6 +91,23 @@ pub struct Email {
     /// The sender's key-value data of a message we send, echoed in its events.
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// For received mail: what the spam filter found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spam: Option<Spam>,
+}
+
+/// The spam filter's finding on a received message, and what it was last trained as.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spam {
+    pub score: f64,
+    /// `ham` or `spam`.
+    pub verdict: String,
+    pub reasons: Vec<String>,
+    /// `spam` or `ham` once the mailbox's owner trained the filter with it (moving it into or
+    /// out of Junk); kept so that moving it back unlearns the first lesson.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trained: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

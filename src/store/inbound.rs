@@ -114,6 +114,7 @@ fn without_bodies(e: &Email) -> Email {
         bcc: e.bcc.clone(),
         tags: e.tags.clone(),
         metadata: e.metadata.clone(),
+        spam: e.spam.clone(),
     }
 }
 

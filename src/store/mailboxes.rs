@@ -30,6 +30,26 @@ pub struct Mailbox {
     /// `mailbox.quota_bytes`.
     #[serde(default)]
     pub quota_bytes: Option<u64>,
+    /// The spam filter's settings, once the mailbox's owner changed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spam_filter: Option<SpamFilter>,
+}
+
+/// How a mailbox's received mail is filtered (`PATCH /v1/mailboxes/{address} {spamFilter}`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpamFilter {
+    pub enabled: bool,
+    /// Mail scoring this or more goes to Junk.
+    pub junk_threshold: f64,
+    /// Mail scoring this or more is refused at the end of DATA; `None`: never.
+    pub reject_threshold: Option<f64>,
+}
+
+impl Default for SpamFilter {
+    fn default() -> Self {
+        SpamFilter { enabled: true, junk_threshold: 5.0, reject_threshold: None }
+    }
 }
 
 impl Mailbox {
@@ -46,6 +66,30 @@ pub struct MailboxPatch {
     pub daily_limit: Option<Option<u32>>,
     pub min_gap_ms: Option<Option<u64>>,
     pub quota_bytes: Option<Option<u64>>,
+    pub spam_filter: Option<SpamFilterPatch>,
+}
+
+/// A change to a mailbox's spam filter: the fields given.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SpamFilterPatch {
+    pub enabled: Option<bool>,
+    pub junk_threshold: Option<f64>,
+    pub reject_threshold: Option<Option<f64>>,
+}
+
+impl SpamFilterPatch {
+    fn apply(self, mut filter: SpamFilter) -> SpamFilter {
+        if let Some(enabled) = self.enabled {
+            filter.enabled = enabled;
+        }
+        if let Some(junk) = self.junk_threshold {
+            filter.junk_threshold = junk;
+        }
+        if let Some(reject) = self.reject_threshold {
+            filter.reject_threshold = reject;
+        }
+        filter
+    }
 }
 
 fn mailbox(tx: &impl Tables, domain: &str, local: &str) -> Result<Option<Mailbox>> {
@@ -85,6 +129,7 @@ impl Wtx<'_> {
             daily_limit: None,
             min_gap_ms: None,
             quota_bytes: None,
+            spam_filter: None,
         };
         table.insert((domain, local), encode(&mailbox)?.as_slice())?;
         Ok(mailbox)
@@ -111,6 +156,9 @@ impl Wtx<'_> {
         }
         if let Some(quota) = patch.quota_bytes {
             mailbox.quota_bytes = quota;
+        }
+        if let Some(change) = patch.spam_filter {
+            mailbox.spam_filter = Some(change.apply(mailbox.spam_filter.unwrap_or_default()));
         }
         let mut table = self.tx.open_table(MAILBOXES)?;
         table.insert((domain, local), encode(&mailbox)?.as_slice())?;

@@ -32,6 +32,7 @@
 //!
 //! Building blocks:
 //! - `tracking`  signed tokens and link rewriting for opens, clicks and unsubscribes; bounce tags
+//! - `junk`      the spam classifier: message features, the Bayes model, scores, trained counts
 //! - `mail`      building outgoing MIME, text from HTML, DKIM signing
 //! - `dkim`      DKIM key generation and the DNS records to publish
 //! - `auth`      API keys: format, hashing, the in-memory key table
@@ -80,6 +81,7 @@ pub mod http;
 pub mod ids;
 pub mod imap;
 pub mod inbound;
+pub mod junk;
 pub(crate) mod listener;
 pub mod logging;
 pub mod mail;

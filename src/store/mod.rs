@@ -32,6 +32,7 @@
 //! - `suppressions` addresses a domain must not send to
 //! - `idempotency`  Idempotency-Key records of API requests, and their expiry
 //! - `secrets`      secrets made on first start
+//! - `junk`         the junk classifier's token counts and totals, per scope
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
 //! - `quota`        the bytes each mailbox holds, counted as its mail comes and goes
@@ -69,6 +70,7 @@ mod idempotency;
 mod imap;
 mod imap_ops;
 mod inbound;
+mod junk;
 mod keys;
 mod kv;
 mod mailboxes;
@@ -120,6 +122,7 @@ pub use idempotency::{Claim, Claimant, StoredReply};
 pub use imap::{ImapEntry, ImapFolder, ImapMeta};
 pub use imap_ops::{SENT_COPY_WINDOW_MS, SentCopy};
 pub use inbound::Prepared;
+pub use junk::{JunkCounts, JunkTotals, JunkTraining};
 pub use keys::{ApiKey, encode_hex};
 pub use mailboxes::{Mailbox, MailboxPatch, SpamFilter, SpamFilterPatch};
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};

@@ -171,3 +171,12 @@ pub const NODES: TableDefinition<&str, u64> = TableDefinition::new("cluster_node
 pub const CLAIMS: TableDefinition<&str, &str> = TableDefinition::new("cluster_claims");
 /// Lease name (`leader`) -> JSON `{node, until}`.
 pub const LEASES: TableDefinition<&str, &[u8]> = TableDefinition::new("cluster_leases");
+
+/// (scope, token hash) -> the junk classifier's counts of one token, `spam << 32 | ham`: how many
+/// trained spam and ham messages held it. The scope is "" for the global model, else the
+/// lower-cased mailbox address, so loading one scope is one range read. A token whose counts
+/// both fall to 0 has no entry.
+pub const JUNK_TOKENS: TableDefinition<(&str, u64), u64> = TableDefinition::new("junk_tokens");
+/// scope -> `JunkTotals` (JSON): messages trained as spam and as ham, and a generation that
+/// every training bumps, so a node notices another node's training with one read.
+pub const JUNK_TOTALS: TableDefinition<&str, &[u8]> = TableDefinition::new("junk_totals");

@@ -1,0 +1,364 @@
+//! The features of a raw message: words of its subject and bodies, facts about its header
+//! fields, address domains, link hosts and HTML tricks, each a short text with a prefix naming
+//! where it was found (`s:` subject, `f:` From name, `url:` a link host...) and hashed to a
+//! stable 64-bit number, which is all the model and the store keep.
+//!
+//! Everything is bounded, whatever the message: at most [`MAX_RAW`] bytes are parsed (after
+//! `mime::bound` has made deep nesting opaque), at most [`MAX_PARTS`] parts are read, at most
+//! [`MAX_TEXT`] bytes of each part's decoded text, at most [`MAX_HEADERS`] header fields.
+
+use std::collections::HashMap;
+
+use mail_parser::{Address, Message, MessagePart, MimeHeaders, PartType};
+
+use super::hash::token_hash;
+
+/// Bytes of a message that are parsed: text worth reading comes first, and a large attachment
+/// beyond it would cost parse time for nothing.
+pub const MAX_RAW: usize = 1 << 20;
+/// Parts looked at, nested messages' parts included.
+pub const MAX_PARTS: usize = 64;
+/// Bytes of decoded text looked at per part (words, HTML).
+pub const MAX_TEXT: usize = 64 * 1024;
+/// Header fields looked at.
+pub const MAX_HEADERS: usize = 128;
+/// Nested messages followed inside one another.
+const MAX_NESTING: usize = 2;
+/// Words shorter than this are mostly noise (articles, "is", "to").
+const MIN_WORD: usize = 3;
+/// Longer "words" are base64 leftovers, hashes, tracking ids: counted by length class instead.
+const MAX_WORD: usize = 30;
+
+/// A message's features, each once: hashes in ascending order, and their text for reasons.
+#[derive(Debug, Default, Clone)]
+pub struct Features {
+    pub hashes: Vec<u64>,
+    names: HashMap<u64, String>,
+}
+
+impl Features {
+    /// The text a token hash was made from, when it is one of this message's.
+    pub fn name(&self, hash: u64) -> Option<&str> {
+        self.names.get(&hash).map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+}
+
+/// The features of a raw RFC 5322 message. Never fails: bytes that do not parse still give the
+/// fact that they did not.
+pub fn features(raw: &[u8]) -> Features {
+    let mut out = Builder::default();
+    let raw = &raw[..cut(raw)];
+    let bounded = crate::mime::bound(raw);
+    match bounded.parse() {
+        Some(message) => {
+            headers(&message, &mut out);
+            bodies(&message, &mut out);
+        }
+        None => out.add("h:", "unparsable"),
+    }
+    out.finish()
+}
+
+/// Where to stop reading `raw`: [`MAX_RAW`] bytes, backed up to the end of a line.
+fn cut(raw: &[u8]) -> usize {
+    if raw.len() <= MAX_RAW {
+        return raw.len();
+    }
+    memchr::memrchr(b'\n', &raw[..MAX_RAW]).map_or(MAX_RAW, |at| at + 1)
+}
+
+/// Collects distinct tokens; the text of each is kept once.
+#[derive(Default)]
+struct Builder {
+    names: HashMap<u64, String>,
+    scratch: String,
+}
+
+impl Builder {
+    fn add(&mut self, prefix: &str, text: &str) {
+        self.scratch.clear();
+        self.scratch.push_str(prefix);
+        self.scratch.push_str(text);
+        let hash = token_hash(self.scratch.as_bytes());
+        self.names.entry(hash).or_insert_with(|| self.scratch.clone());
+    }
+
+    /// Adds the words of `text` (already lower-cased or not) under `prefix`.
+    fn words(&mut self, prefix: &str, text: &str) {
+        let text = &text[..floor(text, MAX_TEXT)];
+        for raw in text.split_whitespace() {
+            self.word(prefix, raw);
+        }
+    }
+
+    fn word(&mut self, prefix: &str, raw: &str) {
+        let word = raw.trim_matches(|c: char| !(c.is_alphanumeric() || c == '$' || c == '!'));
+        if word.is_empty() {
+            return;
+        }
+        let lower = word.to_lowercase();
+        if let Some(host) = url_host(&lower) {
+            self.host("url:", host);
+            return;
+        }
+        if let Some((_, domain)) = lower.rsplit_once('@').filter(|(l, d)| !l.is_empty() && d.contains('.')) {
+            self.add("email:", domain);
+            return;
+        }
+        let chars = lower.chars().count();
+        if chars > MAX_WORD {
+            // SpamBayes' "skip" tokens: the first character and the length class.
+            let first = lower.chars().next().unwrap_or('?');
+            self.add("skip:", &format!("{first}{}", chars / 10 * 10));
+        } else if chars >= MIN_WORD {
+            self.add(prefix, &lower);
+        }
+    }
+
+    /// A host, and its last two labels (the registered domain, mostly).
+    fn host(&mut self, prefix: &str, host: &str) {
+        let host = host.trim_end_matches('.');
+        if host.is_empty() {
+            return;
+        }
+        self.add(prefix, host);
+        let labels: Vec<&str> = host.rsplitn(3, '.').collect();
+        if labels.len() == 3 {
+            self.add(prefix, &format!("{}.{}", labels[1], labels[0]));
+        }
+        if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            self.add(prefix, "numeric-ip");
+        }
+    }
+
+    fn finish(self) -> Features {
+        let mut hashes: Vec<u64> = self.names.keys().copied().collect();
+        hashes.sort_unstable();
+        Features { hashes, names: self.names }
+    }
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor(s: &str, at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
+}
+
+/// The host of a link-looking word (`http://host/...`, `www.host...`).
+fn url_host(word: &str) -> Option<&str> {
+    let rest = match word.find("://") {
+        Some(at) => &word[at + 3..],
+        None if word.starts_with("www.") => word,
+        None => return None,
+    };
+    let end = rest.find(['/', '?', '#', ':', '"', '\'', '>', ')']).unwrap_or(rest.len());
+    let host = &rest[..end];
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    (!host.is_empty() && host.len() <= 253).then_some(host)
+}
+
+/// Facts of the header fields, the addresses' names and domains, and the subject.
+fn headers(message: &Message<'_>, out: &mut Builder) {
+    let mut received = 0usize;
+    for header in message.headers().iter().take(MAX_HEADERS) {
+        let name = header.name().to_ascii_lowercase();
+        // Our own verdict (and other filters') must not teach the model: a message trained
+        // after delivery carries it.
+        if name.starts_with("x-spam") {
+            continue;
+        }
+        if name == "received" {
+            received += 1;
+        }
+        out.add("hn:", &name);
+    }
+    out.add("h:received:", &received.min(10).to_string());
+    if message.date().is_none() {
+        out.add("h:", "no-date");
+    }
+    match message.message_id() {
+        Some(id) => out.add("mid:", id.rsplit_once('@').map_or("none", |(_, d)| d).trim_end_matches('>')),
+        None => out.add("h:", "no-message-id"),
+    }
+    if let Some(subject) = message.subject() {
+        subject_facts(subject, out);
+        out.words("s:", subject);
+    }
+    let from = address_facts(message.from(), "f:", "fd:", out);
+    address_facts(message.to(), "t:", "td:", out);
+    if let Some(reply) = address_facts(message.reply_to(), "r:", "rd:", out) {
+        let same = from.as_deref() == Some(reply.as_str());
+        out.add("h:reply-to:", if same { "same-domain" } else { "other-domain" });
+    }
+    let recipients = message.to().map_or(0, |a| a.iter().count())
+        + message.cc().map_or(0, |a| a.iter().count());
+    out.add("h:recipients:", &recipients.min(10).to_string());
+    for (name, prefix) in [("X-Mailer", "xm:"), ("User-Agent", "ua:")] {
+        if let Some(value) = message.header_raw(name) {
+            let first = value.split_whitespace().next().unwrap_or("");
+            out.add(prefix, &first.to_lowercase());
+        }
+    }
+    if let Some(ct) = message.root_part().content_type() {
+        out.add("ct:", &content_type(ct.ctype(), ct.subtype()));
+    }
+}
+
+fn content_type(ctype: &str, subtype: Option<&str>) -> String {
+    match subtype {
+        Some(sub) => format!("{}/{}", ctype, sub).to_ascii_lowercase(),
+        None => ctype.to_ascii_lowercase(),
+    }
+}
+
+fn subject_facts(subject: &str, out: &mut Builder) {
+    let letters = subject.chars().filter(|c| c.is_alphabetic()).count();
+    let upper = subject.chars().filter(|c| c.is_uppercase()).count();
+    if letters >= 8 && upper * 10 >= letters * 7 {
+        out.add("s:", "<mostly-caps>");
+    }
+    if subject.contains("!!") {
+        out.add("s:", "<exclamations>");
+    }
+    if subject.contains('$') {
+        out.add("s:", "<dollar>");
+    }
+    if !subject.is_ascii() {
+        out.add("s:", "<non-ascii>");
+    }
+}
+
+/// Tokens of an address field: display name words and each address's domain. Answers the
+/// first address's domain.
+fn address_facts(
+    field: Option<&Address<'_>>,
+    name_prefix: &str,
+    domain_prefix: &str,
+    out: &mut Builder,
+) -> Option<String> {
+    let mut first = None;
+    for addr in field?.iter().take(10) {
+        if let Some(name) = addr.name() {
+            out.words(name_prefix, name);
+        }
+        let domain = addr.address().and_then(|a| a.rsplit_once('@')).map(|(_, d)| d.to_lowercase());
+        if let Some(domain) = domain {
+            out.add(domain_prefix, &domain);
+            first.get_or_insert(domain);
+        }
+    }
+    first
+}
+
+/// Words of the text parts, HTML facts and words of the HTML parts, attachment types; nested
+/// messages are followed [`MAX_NESTING`] deep, all within [`MAX_PARTS`] parts.
+fn bodies(message: &Message<'_>, out: &mut Builder) {
+    let mut budget = MAX_PARTS;
+    let mut stack: Vec<(&Message<'_>, usize)> = vec![(message, 0)];
+    let (mut plain, mut html) = (false, false);
+    while let Some((m, depth)) = stack.pop() {
+        for part in &m.parts {
+            if budget == 0 {
+                out.add("h:", "many-parts");
+                return;
+            }
+            budget -= 1;
+            match &part.body {
+                PartType::Text(text) => {
+                    plain |= !text.trim().is_empty();
+                    part_facts(part, out);
+                    out.words("", text);
+                }
+                PartType::Html(source) => {
+                    html = true;
+                    part_facts(part, out);
+                    html_facts(source, out);
+                }
+                PartType::Binary(_) | PartType::InlineBinary(_) => {
+                    let ct = part.content_type().map(|c| content_type(c.ctype(), c.subtype()));
+                    out.add("at:", ct.as_deref().unwrap_or("unknown"));
+                }
+                PartType::Message(inner) if depth < MAX_NESTING => stack.push((inner, depth + 1)),
+                PartType::Message(_) | PartType::Multipart(_) => {}
+            }
+        }
+    }
+    if html && !plain {
+        out.add("html:", "no-text-alternative");
+    }
+}
+
+/// The charset and transfer encoding of a text part.
+fn part_facts(part: &MessagePart<'_>, out: &mut Builder) {
+    if let Some(charset) = part.content_type().and_then(|c| c.attribute("charset")) {
+        out.add("cs:", &charset.to_ascii_lowercase());
+    }
+    if let Some(cte) = part.content_transfer_encoding() {
+        out.add("cte:", &cte.to_ascii_lowercase());
+    }
+}
+
+/// Tricks of HTML mail (text hidden from the reader, an image instead of text, scripts and
+/// forms), link and image hosts, and the words a reader sees.
+fn html_facts(source: &str, out: &mut Builder) {
+    let source = &source[..floor(source, MAX_TEXT)];
+    let lower = source.to_ascii_lowercase();
+    let squeezed: String = lower.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    for (needle, fact) in [
+        ("display:none", "hidden"),
+        ("visibility:hidden", "hidden"),
+        ("font-size:0", "tiny-font"),
+        ("font-size:1px", "tiny-font"),
+        ("size=\"1\"", "tiny-font"),
+        ("size=1", "tiny-font"),
+        ("color=\"#ffffff\"", "white-text"),
+        ("color=#ffffff", "white-text"),
+        ("color:#ffffff", "white-text"),
+        ("color:#fff;", "white-text"),
+        ("<script", "script"),
+        ("<form", "form"),
+        ("<iframe", "iframe"),
+        ("<map", "image-map"),
+    ] {
+        if squeezed.contains(needle) {
+            out.add("html:", fact);
+        }
+    }
+    let comments = memchr::memmem::find_iter(lower.as_bytes(), b"<!--").count();
+    if comments > 10 {
+        out.add("html:", "many-comments");
+    }
+    let mut images = 0usize;
+    for (at, _) in lower.match_indices("src=").take(100) {
+        images += 1;
+        let value = lower[at + 4..].trim_start_matches(['"', '\'']);
+        if let Some(host) = url_host(value.split(['"', '\'', ' ', '>']).next().unwrap_or("")) {
+            out.host("img:", host);
+        }
+    }
+    for (at, _) in lower.match_indices("href=").take(200) {
+        let value = lower[at + 5..].trim_start_matches(['"', '\'']);
+        if let Some(host) = url_host(value.split(['"', '\'', ' ', '>']).next().unwrap_or("")) {
+            out.host("url:", host);
+        }
+    }
+    let text = crate::mail::text::html_to_text(source);
+    let visible = text.split_whitespace().map(str::len).sum::<usize>();
+    if images > 0 && visible < 200 {
+        out.add("html:", "image-only");
+    }
+    out.words("", &text);
+}
+
+#[cfg(test)]
+mod tests;

@@ -95,6 +95,7 @@ impl Server {
             sequences: sequences_wake,
             tokens,
             signers,
+            junk: crate::junk::Models::new(),
         });
         Ok(Server { state, router, queue, sequences, warmup, webhooks, node })
     }
@@ -117,6 +118,7 @@ fn receiver(app: &App) -> crate::inbound::Receiver {
         &app.config.smtp,
     );
     receiver.set_quota_default(app.config.mailbox.quota_bytes);
+    receiver.set_filter(&app.config.inbound, app.junk.clone());
     receiver.register(Box::new(crate::warmup::receive::Arrivals::new(
         app.store.as_ref().clone(),
         app.queue.clone(),
@@ -169,6 +171,7 @@ fn serve_imap(
         config: app.config.imap.clone(),
         inflight: crate::imap::budget(app.config.imap.max_inflight_bytes),
         quota_bytes: app.config.mailbox.quota_bytes,
+        junk: app.junk.clone(),
     });
     let [plain, implicit] = listeners;
     [(plain, false), (implicit, true)]

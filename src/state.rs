@@ -32,6 +32,9 @@ pub struct AppState {
     pub documentation_url: String,
     /// The OpenAPI document as JSON.
     pub openapi_json: Bytes,
+    /// The spam classifier's models, shared with the MX (which classifies) and IMAP (which
+    /// trains, as the API does).
+    pub junk: crate::junk::Models,
 }
 
 pub type App = Arc<AppState>;

@@ -6,6 +6,7 @@ use super::paging;
 use crate::error::{Error, Result};
 use crate::http::request::{int_param, parse_json};
 use crate::http::{Ctx, Reply};
+use crate::inbound::learn;
 use crate::store::{Deleted, Folder};
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
@@ -160,19 +161,72 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
     let (folder, flags) = parse_patch(&ctx.body)?;
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
+    let moved = change(&ctx, &domain, &id, Target::Named(folder), flags).await?;
+    if let Some((from, to)) = moved {
+        learn::moved(&ctx.app.store, &ctx.app.junk, std::slice::from_ref(&id), from, to).await;
+    }
+    full(&ctx, domain, id).await
+}
+
+/// `POST /v1/emails/{id}/junk`: to Junk, and the mailbox's filter learns it as spam.
+pub async fn junk(ctx: Ctx) -> Result<Reply> {
+    judged(ctx, true).await
+}
+
+/// `POST /v1/emails/{id}/not-junk`: to the inbox, and the filter learns it as ham.
+pub async fn not_junk(ctx: Ctx) -> Result<Reply> {
+    judged(ctx, false).await
+}
+
+async fn judged(ctx: Ctx, spam: bool) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let id = ctx.param("id").to_owned();
+    let to = if spam { Folder::Junk } else { Folder::Inbox };
+    change(&ctx, &domain, &id, Target::System(to), None).await?;
+    // Trained even when it already was there: the caller says what it is.
+    learn::train(&ctx.app.store, &ctx.app.junk, &id, spam).await?;
+    full(&ctx, domain, id).await
+}
+
+/// Where a change moves a message.
+enum Target {
+    Named(Option<String>),
+    System(Folder),
+}
+
+/// Moves and flags a message of `domain`; answers the move made (from, to), if any.
+async fn change(
+    ctx: &Ctx,
+    domain: &str,
+    id: &str,
+    target: Target,
+    flags: Option<Vec<String>>,
+) -> Result<Option<(Folder, Folder)>> {
     let now = crate::ids::now_ms();
-    let (d, i) = (domain.clone(), id.clone());
-    ctx.app
+    let (d, i) = (domain.to_owned(), id.to_owned());
+    let target = match target {
+        Target::Named(name) => (name, None),
+        Target::System(f) => (None, Some(f)),
+    };
+    let moved = ctx
+        .app
         .store
-        .write(move |w| -> crate::store::Result<()> {
+        .write(move |w| -> crate::store::Result<Option<(Folder, Folder)>> {
             let email =
                 w.email_in_write(&i)?.filter(|e| e.domain() == d && !e.summary.folder.is_hidden());
             let Some(email) = email else { return Err(crate::store::Error::not_found("email")) };
             let mailbox = email.summary.mailbox.clone();
             let mut here = email.summary.folder;
-            if let Some(name) = &folder {
-                let to = w.folder_named(&mailbox, name)?.filter(|f| !f.is_hidden());
-                let Some(to) = to else { return Err(crate::store::Error::not_found("folder")) };
+            let to = match &target {
+                (Some(name), _) => {
+                    let to = w.folder_named(&mailbox, name)?.filter(|f| !f.is_hidden());
+                    let Some(to) = to else { return Err(crate::store::Error::not_found("folder")) };
+                    Some(to)
+                }
+                (None, system) => *system,
+            };
+            let mut moved = None;
+            if let Some(to) = to {
                 if here == Folder::Outbox || to == Folder::Outbox {
                     // The queue files mail on its way into Sent once it is delivered.
                     return Err(crate::store::Error::invalid(
@@ -182,15 +236,16 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
                 }
                 if to != here {
                     w.imap_move(&mailbox, &i, to, now)?;
+                    moved = Some((here, to));
                     here = to;
                 }
             }
-            if let Some(flags) = flags {
+            if let Some(flags) = flags.clone() {
                 w.imap_open(&mailbox, here, now)?;
                 w.imap_store_flags(&mailbox, here, &i, flags)?;
             }
-            Ok(())
+            Ok(moved)
         })
         .await?;
-    full(&ctx, domain, id).await
+    Ok(moved)
 }

@@ -74,6 +74,8 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/emails/{id}", Domain, handler!(emails::get)),
         r(Method::PATCH, "/v1/emails/{id}", Domain, handler!(emails::update)),
         r(Method::DELETE, "/v1/emails/{id}", Domain, handler!(emails::delete)),
+        r(Method::POST, "/v1/emails/{id}/junk", Domain, handler!(emails::junk)),
+        r(Method::POST, "/v1/emails/{id}/not-junk", Domain, handler!(emails::not_junk)),
         r(Method::GET, "/v1/emails/{id}/raw", Domain, handler!(downloads::raw)),
         r(
             Method::GET,

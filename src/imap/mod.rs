@@ -80,6 +80,8 @@ pub struct Deps {
     pub inflight: Budget,
     /// `mailbox.quota_bytes`: APPEND into a mailbox past its quota is refused.
     pub quota_bytes: u64,
+    /// The junk classifier, trained by moves into and out of Junk.
+    pub junk: crate::junk::Models,
 }
 
 /// Serves IMAP on `listener` until `shutdown`: with STARTTLS, or TLS from the first byte when

@@ -18,6 +18,7 @@ use super::reply::INVALID_SET;
 use super::reply::{bad, failed, no, ok, status, storable};
 use super::resync::stored_fetch;
 use super::session::Session;
+use crate::inbound::learn;
 use crate::store::{Folder, SentCopy};
 
 /// The flags after a STORE of `kind` with `given`.
@@ -252,12 +253,14 @@ impl Session {
         let mut moved = Vec::new();
         let mut pairs = Vec::new();
         let mut validity = 0;
+        let mut lessons = Vec::new();
         for chunk in positions.chunks(CHUNK) {
             let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
             let loaded = load(&self.deps.store, &view.mailbox, view.folder, uids, false).await?;
             let m = view.mailbox.clone();
             let items: Vec<(u32, String)> =
                 loaded.iter().map(|l| (l.entry.uid, l.entry.id.clone())).collect();
+            lessons.extend(items.iter().map(|(_, id)| id.clone()));
             let now = crate::ids::now_ms();
             let (v, done) = self
                 .deps
@@ -275,7 +278,10 @@ impl Session {
             moved.extend(done.iter().map(|(from, _)| *from));
             pairs.extend(done);
         }
-        Ok((view.forget(&moved), copy_uid(validity, &pairs)))
+        let from = view.folder;
+        let answer = (view.forget(&moved), copy_uid(validity, &pairs));
+        learn::moved(&self.deps.store, &self.deps.junk, &lessons, from, to).await;
+        Ok(answer)
     }
 
     /// Copies the messages at `positions` to `to`; the COPYUID of the copy.
@@ -287,9 +293,13 @@ impl Session {
         let Some(view) = self.view.as_ref() else { return Ok(None) };
         let mut pairs = Vec::new();
         let mut validity = 0;
+        // A copy into Junk (clients without MOVE copy, then expunge) teaches as a move does;
+        // the lesson is recorded on the original.
+        let mut lessons = Vec::new();
         for chunk in positions.chunks(CHUNK) {
             let uids: Vec<u32> = chunk.iter().map(|p| view.uids[*p]).collect();
             let loaded = load(&self.deps.store, &view.mailbox, view.folder, uids, true).await?;
+            lessons.extend(loaded.iter().map(|l| l.entry.id.clone()));
             let copies: Vec<_> = loaded
                 .into_iter()
                 .filter_map(|l| {
@@ -315,6 +325,7 @@ impl Session {
             validity = v;
             pairs.extend(done);
         }
+        learn::moved(&self.deps.store, &self.deps.junk, &lessons, view.folder, to).await;
         Ok(copy_uid(validity, &pairs))
     }
 

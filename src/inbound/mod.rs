@@ -11,6 +11,8 @@ mod disposition;
 mod dmarc;
 mod dnsbl;
 mod dsn_to_sender;
+mod filter;
+pub mod learn;
 mod inspect;
 mod local;
 mod recipient;
@@ -24,12 +26,16 @@ use std::sync::Arc;
 
 use mail_auth::MessageAuthenticator;
 
+use crate::config::Inbound;
 use crate::dns::Dns;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
-use crate::store::{Email, Prepared, Store, Wtx};
+use crate::store::{Email, Prepared, Spam, Store, Wtx};
 use crate::tracking::Tokens;
 use auth::Verdict;
+use disposition::{Disposition, disposition};
+pub use disposition::DMARC_REFUSED;
+use filter::{Filed, Filter};
 pub use inspect::{Inspected, inspect};
 pub use recipient::MAILBOX_FULL;
 use recipient::room_in_any;
@@ -98,6 +104,9 @@ pub struct Receiver {
     claimants: Vec<Box<dyn Claimant>>,
     /// `mailbox.quota_bytes`: the quota of a mailbox without one of its own.
     quota_default: u64,
+    /// `inbound.*`: DMARC enforcement and the spam filter's lists.
+    inbound: Inbound,
+    filter: Filter,
 }
 
 /// What `Receiver::accept` did with a message.
@@ -107,7 +116,14 @@ pub enum Accepted {
     Stored(String),
     /// Refused: it was for mailboxes only, and would overfill every one of them.
     OverQuota,
+    /// Refused with this reply: DMARC asks for it, or every recipient's filter scored it past
+    /// its reject threshold.
+    Refused(&'static str),
 }
+
+/// The reply to mail every recipient's spam filter refuses.
+pub const SPAM_REFUSED: &str =
+    "550 5.7.1 message refused: it looks like spam to the recipient's filter\r\n";
 
 /// Where the recipients of one message go.
 #[derive(Default)]
@@ -132,7 +148,16 @@ impl Receiver {
             feedback_senders: smtp.feedback_senders.clone(),
             claimants: Vec::new(),
             quota_default: crate::config::Mailbox::default().quota_bytes,
+            inbound: Inbound::default(),
+            filter: Filter::new(crate::junk::Models::new(), &Inbound::default()),
         }
+    }
+
+    /// Sets DMARC enforcement and the spam filter (`inbound.*`), with the classifier's models
+    /// (shared with the API and IMAP, which train them).
+    pub fn set_filter(&mut self, inbound: &Inbound, models: crate::junk::Models) {
+        self.inbound = inbound.clone();
+        self.filter = Filter::new(models, inbound);
     }
 
     /// Sets the quota of mailboxes without one of their own (`mailbox.quota_bytes`).
@@ -161,11 +186,24 @@ impl Receiver {
         routed
     }
 
-    /// Authenticates, parses and stores a message; returns the id of its first stored copy.
+    /// Authenticates, parses, filters and stores a message; returns the id of its first stored
+    /// copy.
     pub async fn accept(&self, envelope: Envelope, raw: Vec<u8>) -> Result<Accepted> {
         let id = new_id("em");
         let now = now_ms();
         let (full, verdict) = self.stamp(&envelope, raw, &id, now).await;
+        let from_domain = verdict.from_domain.clone();
+        let ours = !from_domain.is_empty()
+            && self.store.read(move |r| r.hosts(&from_domain)).await?;
+        let forced = match disposition(&verdict, ours, &self.inbound, roll()) {
+            Disposition::Refuse(reply) => {
+                tracing::info!(from = %envelope.from, from_domain = %verdict.from_domain,
+                    ip = %envelope.ip, "message refused: DMARC");
+                return Ok(Accepted::Refused(reply));
+            }
+            Disposition::Junk(why) => Some(why),
+            Disposition::Deliver => None,
+        };
         let seen = inspect(&full, now).ok_or_else(|| Error::invalid("unparseable message", ""))?;
         let arrival = Arrival {
             recipients: &envelope.recipients,
@@ -180,27 +218,82 @@ impl Receiver {
             }
         }
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
+        let filed = self.filed(&envelope, &verdict, &full, &copies, &parents, forced).await?;
+        if !filed.is_empty() && filed.iter().all(|f| f.reject) {
+            tracing::info!(from = %envelope.from, ip = %envelope.ip,
+                "message refused: spam past every recipient's reject threshold");
+            return Ok(Accepted::Refused(SPAM_REFUSED));
+        }
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
-        let prepared = Prepared::of(&full, copies.len());
+        let groups = groups(&template, &copies, filed, &full);
+        let size = full.len() as u64;
+        drop(full);
         // Checked in the write that stores it, so concurrent sessions cannot all pass one check.
         let quota = (copies.len() == envelope.recipients.len()).then_some(self.quota_default);
+        let sender = bare_address(&template.summary.from).to_owned();
         let stored = self
             .store
             .write(move |w| -> Result<_> {
                 if let Some(default) = quota
-                    && !room_in_any(w, &copies, full.len() as u64, default)?
+                    && !room_in_any(w, &copies, size, default)?
                 {
                     return Ok(false);
                 }
-                let mut template = template;
-                link_reply(w, &parents, &mut template, &copies, (&full, prepared))?;
-                w.emit_received(&template, &copies, auth)?;
+                let reply_of = reply_link(w, &parents, &sender, &copies)?;
+                for group in &groups {
+                    let mut template = group.template.clone();
+                    template.in_reply_to_id.clone_from(&reply_of);
+                    w.store_copies(&template, &group.copies, &group.raw, Some(group.prepared.clone()))?;
+                    w.emit_received(&template, &group.copies, auth)?;
+                }
                 reports.apply(w, now)?;
                 Ok(true)
             })
             .await?;
         Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
+    }
+
+    /// The spam filter's decision for each copy, in the order of `copies`.
+    async fn filed(
+        &self,
+        envelope: &Envelope,
+        verdict: &Verdict,
+        full: &[u8],
+        copies: &[(String, String)],
+        parents: &[String],
+        forced: Option<String>,
+    ) -> Result<Vec<Filed>> {
+        if copies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (asked, mailboxes) = (parents.to_vec(), copies.to_vec());
+        let (answers, settings) = self
+            .store
+            .read(move |r| {
+                let mut answers = false;
+                for parent in &asked {
+                    answers |= r.email_for_message_id(parent)?.is_some();
+                }
+                let mut settings = Vec::with_capacity(mailboxes.len());
+                for (_, mailbox) in &mailboxes {
+                    let (local, domain) = mailbox.rsplit_once('@').unwrap_or((mailbox.as_str(), ""));
+                    let found = r.mailbox(domain, local)?;
+                    settings.push(found.and_then(|m| m.spam_filter).unwrap_or_default());
+                }
+                Ok::<_, Error>((answers, settings))
+            })
+            .await?;
+        let evidence = self.filter.evidence(&self.dns, envelope.ip, verdict, answers).await;
+        let mut filed = Vec::with_capacity(copies.len());
+        for ((_, mailbox), settings) in copies.iter().zip(settings) {
+            let found = self
+                .filter
+                .judge(&self.store, mailbox, settings, full, &evidence, forced.as_deref())
+                .await?;
+            filed.push(found);
+        }
+        Ok(filed)
     }
 
     /// The message with our Received and Authentication-Results headers on top, and what
@@ -304,6 +397,18 @@ fn link_reply(
     copies: &[(String, String)],
     (raw, prepared): (&[u8], Prepared),
 ) -> Result<()> {
+    let sender = bare_address(&template.summary.from).to_owned();
+    template.in_reply_to_id = reply_link(w, parents, &sender, copies)?;
+    Ok(w.store_copies(template, copies, raw, Some(prepared))?)
+}
+
+/// The message of ours a received one answers, recorded as replied to.
+fn reply_link(
+    w: &mut Wtx<'_>,
+    parents: &[String],
+    sender: &str,
+    copies: &[(String, String)],
+) -> Result<Option<String>> {
     let mut reply_of = None;
     for parent in parents {
         if let Some(original) = w.email_for_message_id(parent)? {
@@ -314,7 +419,6 @@ fn link_reply(
     if reply_of.is_none() {
         // No threading headers (or unknown ones): a message from a contact to the mailbox a
         // sequence wrote to them from answers that sequence all the same.
-        let sender = bare_address(&template.summary.from);
         for (_, mailbox) in copies {
             if let Some(sent) = w.sequence_mail_to(mailbox, sender)? {
                 reply_of = Some(sent);
@@ -323,10 +427,46 @@ fn link_reply(
         }
     }
     if let Some(original) = &reply_of {
-        template.in_reply_to_id = Some(original.clone());
         w.record_reply(original)?;
     }
-    Ok(w.store_copies(template, copies, raw, Some(prepared))?)
+    Ok(reply_of)
+}
+
+/// Copies filed alike: one folder, one finding, one stored message (with its own
+/// `X-Spam-Status` header) shared by them.
+#[derive(Clone)]
+struct Group {
+    template: Email,
+    copies: Vec<(String, String)>,
+    raw: Vec<u8>,
+    prepared: Prepared,
+}
+
+fn groups(template: &Email, copies: &[(String, String)], filed: Vec<Filed>, full: &[u8]) -> Vec<Group> {
+    let mut groups: Vec<(Filed, Vec<(String, String)>)> = Vec::new();
+    for (copy, f) in copies.iter().zip(filed) {
+        match groups.iter_mut().find(|(g, _)| g.header == f.header && g.folder == f.folder) {
+            Some((_, members)) => members.push(copy.clone()),
+            None => groups.push((f, vec![copy.clone()])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(f, copies)| {
+            let mut template = template.clone();
+            template.summary.folder = f.folder;
+            template.spam = f.spam.map(|s| Spam { trained: None, ..s });
+            let raw = [f.header.as_bytes(), full].concat();
+            template.summary.size = raw.len() as u64;
+            let prepared = Prepared::of(&raw, copies.len());
+            Group { template, copies, raw, prepared }
+        })
+        .collect()
+}
+
+/// A number from 0 to 99 for DMARC's `pct` sample.
+fn roll() -> u8 {
+    (rand::random::<u32>() % 100) as u8
 }
 
 /// `addr` of `"Name" <addr>`, or the whole text when it has no angle brackets.

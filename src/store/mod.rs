@@ -32,6 +32,7 @@
 //! - `suppressions` addresses a domain must not send to
 //! - `idempotency`  Idempotency-Key records of API requests, and their expiry
 //! - `secrets`      secrets made on first start
+//! - `trained`      what each received message taught the junk classifier
 //! - `junk`         the junk classifier's token counts and totals, per scope
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
@@ -93,6 +94,7 @@ mod status;
 mod suppressions;
 mod tables;
 mod tracking;
+mod trained;
 mod warmup;
 mod webhook_due;
 mod webhooks;

@@ -47,6 +47,7 @@ fn json(c: &mut Criterion) {
             daily_limit: None,
             min_gap_ms: None,
             quota_bytes: None,
+            spam_filter: None,
             created_at: 1_795_305_600_000 + i,
         })
         .collect();

@@ -81,8 +81,7 @@ struct WithQuota {
 
 /// A validated change: the fields given, null or blank clearing one.
 pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
-    let input: UpdateMailbox =
-        parse_json_nullable(
+    let input: UpdateMailbox = parse_json_nullable(
         body,
         &["displayName", "dailyLimit", "minGapMs", "quotaBytes", "spamFilter.rejectThreshold"],
     )?;

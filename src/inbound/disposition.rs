@@ -85,15 +85,30 @@ mod tests {
     #[test]
     fn reject_refuses_quarantine_junks_and_pct_samples() {
         let c = Inbound::default();
-        assert_eq!(disposition(&failing(Asks::Reject, 100), false, &c, 99), Disposition::Refuse(DMARC_REFUSED));
-        assert!(matches!(disposition(&failing(Asks::Quarantine, 100), false, &c, 0), Disposition::Junk(_)));
+        assert_eq!(
+            disposition(&failing(Asks::Reject, 100), false, &c, 99),
+            Disposition::Refuse(DMARC_REFUSED)
+        );
+        assert!(matches!(
+            disposition(&failing(Asks::Quarantine, 100), false, &c, 0),
+            Disposition::Junk(_)
+        ));
         assert_eq!(disposition(&failing(Asks::Nothing, 100), false, &c, 0), Disposition::Deliver);
         // pct=30: rolls 0-29 get the policy, the rest the next milder one.
-        assert_eq!(disposition(&failing(Asks::Reject, 30), false, &c, 29), Disposition::Refuse(DMARC_REFUSED));
-        assert!(matches!(disposition(&failing(Asks::Reject, 30), false, &c, 30), Disposition::Junk(_)));
+        assert_eq!(
+            disposition(&failing(Asks::Reject, 30), false, &c, 29),
+            Disposition::Refuse(DMARC_REFUSED)
+        );
+        assert!(matches!(
+            disposition(&failing(Asks::Reject, 30), false, &c, 30),
+            Disposition::Junk(_)
+        ));
         assert_eq!(disposition(&failing(Asks::Quarantine, 0), false, &c, 0), Disposition::Deliver);
         let junk = Inbound { dmarc_reject: DmarcReject::Junk, ..Inbound::default() };
-        assert!(matches!(disposition(&failing(Asks::Reject, 100), false, &junk, 0), Disposition::Junk(_)));
+        assert!(matches!(
+            disposition(&failing(Asks::Reject, 100), false, &junk, 0),
+            Disposition::Junk(_)
+        ));
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! suffix-list hook; there, a record at a public suffix becomes the organizational domain and
 //! aligns two unrelated registrants under it. Its record parser and resolver are used here.
 
+use hickory_resolver::proto::rr::RData;
 use mail_auth::common::cache::NoCache;
 use mail_auth::dmarc::{Alignment, Dmarc, Policy};
-use hickory_resolver::proto::rr::RData;
 use mail_auth::{DnsError, Error, MessageAuthenticator, Txt};
 
 /// The organizational domain of `domain` (lower-case, no trailing dot): the registrable domain

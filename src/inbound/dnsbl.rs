@@ -106,7 +106,9 @@ mod tests {
 
     #[test]
     fn only_addresses_a_list_can_hold_are_asked_about() {
-        for ip in ["192.168.1.2", "10.0.0.1", "172.16.0.9", "127.0.0.1", "::1", "fe80::1", "fd00::2"] {
+        for ip in
+            ["192.168.1.2", "10.0.0.1", "172.16.0.9", "127.0.0.1", "::1", "fe80::1", "fd00::2"]
+        {
             assert!(!askable(ip.parse().expect("ip")), "{ip}"); // ok: test
         }
         for ip in ["127.0.0.2", "203.0.113.9", "2001:db8::1"] {

@@ -11,7 +11,7 @@ use crate::config::Inbound;
 use crate::dns::Dns;
 use crate::error::Result;
 use crate::junk::{Models, Thresholds};
-use crate::store::{Folder, SpamFilter, Spam, Store};
+use crate::store::{Folder, Spam, SpamFilter, Store};
 
 use super::auth::Verdict;
 use super::dnsbl::Blacklists;

@@ -12,8 +12,8 @@ mod dmarc;
 mod dnsbl;
 mod dsn_to_sender;
 mod filter;
-pub mod learn;
 mod inspect;
+pub mod learn;
 mod local;
 mod recipient;
 pub mod report;
@@ -33,8 +33,8 @@ use crate::ids::{new_id, now_ms};
 use crate::store::{Email, Prepared, Spam, Store, Wtx};
 use crate::tracking::Tokens;
 use auth::Verdict;
-use disposition::{Disposition, disposition};
 pub use disposition::DMARC_REFUSED;
+use disposition::{Disposition, disposition};
 use filter::{Filed, Filter};
 pub use inspect::{Inspected, inspect};
 pub use recipient::MAILBOX_FULL;
@@ -191,10 +191,10 @@ impl Receiver {
     pub async fn accept(&self, envelope: Envelope, raw: Vec<u8>) -> Result<Accepted> {
         let id = new_id("em");
         let now = now_ms();
-        let (full, verdict) = self.stamp(&envelope, raw, &id, now).await;
+        let (full, verdict, trace) = self.stamp(&envelope, raw, &id, now).await;
         let from_domain = verdict.from_domain.clone();
-        let ours = !from_domain.is_empty()
-            && self.store.read(move |r| r.hosts(&from_domain)).await?;
+        let ours =
+            !from_domain.is_empty() && self.store.read(move |r| r.hosts(&from_domain)).await?;
         let forced = match disposition(&verdict, ours, &self.inbound, roll()) {
             Disposition::Refuse(reply) => {
                 tracing::info!(from = %envelope.from, from_domain = %verdict.from_domain,
@@ -226,7 +226,7 @@ impl Receiver {
         }
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
-        let groups = groups(&template, &copies, filed, &full);
+        let groups = groups(&template, &copies, filed, (&full, trace));
         let size = full.len() as u64;
         drop(full);
         // Checked in the write that stores it, so concurrent sessions cannot all pass one check.
@@ -244,7 +244,12 @@ impl Receiver {
                 for group in &groups {
                     let mut template = group.template.clone();
                     template.in_reply_to_id.clone_from(&reply_of);
-                    w.store_copies(&template, &group.copies, &group.raw, Some(group.prepared.clone()))?;
+                    w.store_copies(
+                        &template,
+                        &group.copies,
+                        &group.raw,
+                        Some(group.prepared.clone()),
+                    )?;
                     w.emit_received(&template, &group.copies, auth)?;
                 }
                 reports.apply(w, now)?;
@@ -277,7 +282,8 @@ impl Receiver {
                 }
                 let mut settings = Vec::with_capacity(mailboxes.len());
                 for (_, mailbox) in &mailboxes {
-                    let (local, domain) = mailbox.rsplit_once('@').unwrap_or((mailbox.as_str(), ""));
+                    let (local, domain) =
+                        mailbox.rsplit_once('@').unwrap_or((mailbox.as_str(), ""));
                     let found = r.mailbox(domain, local)?;
                     settings.push(found.and_then(|m| m.spam_filter).unwrap_or_default());
                 }
@@ -296,15 +302,15 @@ impl Receiver {
         Ok(filed)
     }
 
-    /// The message with our Received and Authentication-Results headers on top, and what
-    /// authentication proved.
+    /// The message with our Received and Authentication-Results headers on top, what
+    /// authentication proved, and the length of those two headers.
     async fn stamp(
         &self,
         envelope: &Envelope,
         raw: Vec<u8>,
         id: &str,
         now: u64,
-    ) -> (Vec<u8>, Verdict) {
+    ) -> (Vec<u8>, Verdict, usize) {
         let host = &self.host;
         let authenticator = MessageAuthenticator(self.dns.resolver().clone());
         let facts =
@@ -323,7 +329,7 @@ impl Receiver {
         full.extend_from_slice(received.as_bytes());
         full.extend_from_slice(results.as_bytes());
         full.extend_from_slice(&raw);
-        (full, verdict)
+        (full, verdict, received.len() + results.len())
     }
 
     /// The inbox copies of a message nobody claimed, what it reports about mail we sent, and
@@ -442,7 +448,14 @@ struct Group {
     prepared: Prepared,
 }
 
-fn groups(template: &Email, copies: &[(String, String)], filed: Vec<Filed>, full: &[u8]) -> Vec<Group> {
+/// `full` is the message and the length of our trace headers on top: each copy's
+/// `X-Spam-Status` goes right below them.
+fn groups(
+    template: &Email,
+    copies: &[(String, String)],
+    filed: Vec<Filed>,
+    (full, trace): (&[u8], usize),
+) -> Vec<Group> {
     let mut groups: Vec<(Filed, Vec<(String, String)>)> = Vec::new();
     for (copy, f) in copies.iter().zip(filed) {
         match groups.iter_mut().find(|(g, _)| g.header == f.header && g.folder == f.folder) {
@@ -456,7 +469,8 @@ fn groups(template: &Email, copies: &[(String, String)], filed: Vec<Filed>, full
             let mut template = template.clone();
             template.summary.folder = f.folder;
             template.spam = f.spam.map(|s| Spam { trained: None, ..s });
-            let raw = [f.header.as_bytes(), full].concat();
+            let (ours, theirs) = full.split_at(trace.min(full.len()));
+            let raw = [ours, f.header.as_bytes(), theirs].concat();
             template.summary.size = raw.len() as u64;
             let prepared = Prepared::of(&raw, copies.len());
             Group { template, copies, raw, prepared }

@@ -125,10 +125,14 @@ impl Rtx {
     pub fn junk_scope(&self, scope: &str) -> Result<(JunkTotals, Vec<(u64, JunkCounts)>)> {
         let sums = totals(self, scope)?;
         let mut tokens = Vec::new();
-        self.tx.open_table(JUNK_TOKENS)?.scan((scope, 0u64)..=(scope, u64::MAX), false, |k, v| {
-            tokens.push((k.1, JunkCounts::unpack(v)));
-            Ok(Flow::Continue(()))
-        })?;
+        self.tx.open_table(JUNK_TOKENS)?.scan(
+            (scope, 0u64)..=(scope, u64::MAX),
+            false,
+            |k, v| {
+                tokens.push((k.1, JunkCounts::unpack(v)));
+                Ok(Flow::Continue(()))
+            },
+        )?;
         Ok((sums, tokens))
     }
 }

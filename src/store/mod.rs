@@ -114,7 +114,9 @@ pub use batches::Batch;
 pub use bodies::SentBody;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
-pub use emails::{Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, received_bodies};
+pub use emails::{
+    Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, received_bodies,
+};
 pub use error::{Error, JobError, Result};
 pub use events::EventType;
 pub use file::Options;

@@ -88,7 +88,11 @@ fn a_20mib_message_to_five_mailboxes_is_stored_and_held_about_once() {
         assert!(email["html"].as_str() == html.as_deref(), "the html of {local}'s copy differs");
         let headers = email["headers"].as_array().expect("headers");
         let names: Vec<&str> = headers.iter().filter_map(|h| h["name"].as_str()).collect();
-        assert_eq!(&names[..3], ["Received", "Authentication-Results", "From"], "{names:?}");
+        assert_eq!(
+            &names[..4],
+            ["Received", "Authentication-Results", "X-Spam-Status", "From"],
+            "{names:?}"
+        );
     };
     let mut ids = Vec::new();
     for local in MAILBOXES {

@@ -68,6 +68,7 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         ("POST", "/v1/webhooks") => Some(json!({"url": "https://93.184.216.34/in"})),
         ("PATCH", "/v1/webhooks/{id}") => Some(json!({"enabled": false})),
         ("POST", "/v1/webhooks/{id}/rotate-secret" | "/v1/webhooks/{id}/test") => None,
+        ("POST", "/v1/emails/{id}/junk" | "/v1/emails/{id}/not-junk") => None,
         _ => panic!("no valid body known for {method} {template}; add one to auth.rs"),
     }
 }

@@ -42,8 +42,13 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn start() -> Fixture {
+        Fixture::start_with(&[])
+    }
+
+    /// `start` with these settings (`EDGEMAIL_*` variables).
+    pub fn start_with(env: &[(&str, &str)]) -> Fixture {
         let args = ["--imap", "127.0.0.1:0", "--imaps", "127.0.0.1:0"];
-        let world = MailWorld::start_with(&[], &args);
+        let world = MailWorld::start_with(env, &args);
         let made = world
             .api()
             .post("/v1/mailboxes/sales/passwords", json!({"name": "imap"}))

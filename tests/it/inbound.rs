@@ -60,7 +60,11 @@ fn a_message_to_a_mailbox_is_stored_in_its_inbox_with_its_fields() {
         .iter()
         .filter_map(|h| h["name"].as_str())
         .collect();
-    assert_eq!(&names[..2], ["Received", "Authentication-Results"], "{names:?}");
+    // Our trace headers on top, the spam filter's finding below them, then the sender's.
+    assert_eq!(&names[..3], ["Received", "Authentication-Results", "X-Spam-Status"], "{names:?}");
+    let status = email["headers"][2]["value"].as_str().unwrap_or("");
+    assert!(status.starts_with("No, score="), "{status}");
+    assert_eq!(email["spam"]["verdict"], "ham", "{email}");
 }
 
 #[test]

@@ -9,10 +9,13 @@ use serde_json::Value;
 use crate::mail_world::MailWorld;
 use crate::smtp_client::Talk;
 
-/// The Authentication-Results of the one message in the `sales` inbox, once it is stored.
+/// The Authentication-Results of the one message of `sales` (in its inbox, or in Junk where a
+/// DMARC failure goes in these worlds), once it is stored.
 fn stored_results(w: &MailWorld) -> String {
-    for _ in 0..100 {
-        let list = w.api().get("/v1/emails?mailbox=sales&folder=inbox").expect(200).json();
+    for round in 0..200 {
+        let folder = if round % 2 == 0 { "inbox" } else { "junk" };
+        let list =
+            w.api().get(&format!("/v1/emails?mailbox=sales&folder={folder}")).expect(200).json();
         if let Some(id) = list.as_array().and_then(|l| l.first()).and_then(|e| e["id"].as_str()) {
             let email = w.api().get(&format!("/v1/emails/{id}")).expect(200).json();
             let headers = email["headers"].as_array().cloned().unwrap_or_default();
@@ -31,8 +34,10 @@ fn stored_results(w: &MailWorld) -> String {
 /// A world where only `_dmarc.example.co.uk` publishes a policy (p=reject). The public suffix
 /// `co.uk` publishes one too (p=none): a tree walk towards the root (mail-auth's DMARCbis draft)
 /// would take it for the organizational domain of names that have none of their own.
+/// Failures under `p=reject` are filed in Junk here (`inbound.dmarc_reject = "junk"`), so that
+/// the results can be read; refusing them is tested in `inbound_protection.rs`.
 fn world() -> MailWorld {
-    let w = MailWorld::start();
+    let w = MailWorld::start_with(&[("EDGEMAIL_INBOUND_DMARC_REJECT", "junk")], &[]);
     w.dns.add_txt("_dmarc.example.co.uk", "v=DMARC1; p=reject");
     w.dns.add_txt("_dmarc.co.uk", "v=DMARC1; p=none");
     w.dns.add_txt("example.co.uk", "v=spf1 ip4:127.0.0.1 -all");
@@ -62,6 +67,8 @@ fn a_failing_subdomain_gets_the_organizational_domains_reject_policy() {
     deliver(&w, "a@mail.example.co.uk");
     let results = stored_results(&w);
     assert!(results.contains("dmarc=fail"), "{results}");
+    let junk = w.api().get("/v1/emails?mailbox=sales&folder=junk").expect(200).json();
+    assert_eq!(junk.as_array().map(Vec::len), Some(1), "a p=reject failure is in Junk: {junk}");
     assert!(results.contains("header.from=mail.example.co.uk"), "{results}");
     assert!(results.contains("policy.dmarc=reject"), "{results}");
     assert!(

@@ -47,6 +47,7 @@ mod imap_sort;
 mod imaptest;
 mod inbound;
 mod inbound_dmarc;
+mod inbound_protection;
 mod layering;
 mod local_delivery;
 mod logs;

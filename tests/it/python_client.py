@@ -110,6 +110,10 @@ call("emails.get_email", 200, "Email", id=sent.message_id)
 moved = call("emails.update_email", 200, "Email", id=received.id,
              body=body("EmailPatch", {"folder": "archive", "flags": ["\\Seen"]})).parsed
 assert moved.folder == "archive" and moved.flags == ["\\Seen"], moved
+junked = call("emails.mark_junk", 200, "Email", id=received.id).parsed
+assert junked.folder == "junk" and junked.spam.trained == "spam", junked
+kept = call("emails.mark_not_junk", 200, "Email", id=received.id).parsed
+assert kept.folder == "inbox" and kept.spam.trained == "ham", kept
 call("emails.delete_email", 200, "EmailDeleteResult", id=received.id)
 
 # Contacts.

@@ -12,7 +12,26 @@ pub struct Talk {
 
 impl Talk {
     pub fn open(addr: SocketAddr) -> (Talk, String) {
-        let stream = TcpStream::connect(addr).expect("connect");
+        Talk::over(TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// A session whose client address is `source` (another loopback address, such as the
+    /// 127.0.0.2 every DNS blacklist lists for testing, RFC 5782 5).
+    pub fn open_from(addr: SocketAddr, source: std::net::IpAddr) -> (Talk, String) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+        let stream = rt
+            .block_on(async {
+                let socket = tokio::net::TcpSocket::new_v4()?;
+                socket.bind(SocketAddr::new(source, 0))?;
+                socket.connect(addr).await
+            })
+            .expect("connect from the source address");
+        let stream = stream.into_std().expect("std stream");
+        stream.set_nonblocking(false).expect("blocking");
+        Talk::over(stream)
+    }
+
+    fn over(stream: TcpStream) -> (Talk, String) {
         stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         let writer = stream.try_clone().expect("clone");
         let mut talk = Talk { reader: BufReader::new(stream), writer };

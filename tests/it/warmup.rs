@@ -269,17 +269,21 @@ fn a_warmup_header_from_an_unknown_sender_is_ordinary_mail() {
     let w = Warm::start();
     enroll(&w.beta(), "grace");
     let addr: SocketAddr = w.smtp.parse().expect("address"); // ok: test
-    // A stranger, and a local mailbox whose header names no warmup message of its own.
-    for (from, marker) in [("stranger@example.org", "em_x"), ("ada@alpha.test", "em_made_up")] {
+    // A stranger, and a local mailbox whose header names no warmup message of its own. Sent to
+    // our MX unauthenticated, the second claims one of our own domains: refused as a spoof
+    // before warmup looks at it (warmup mail between our mailboxes is signed by this server).
+    for (from, marker, answer) in
+        [("stranger@example.org", "em_x", "250"), ("ada@alpha.test", "em_made_up", "550 5.7.1")]
+    {
         let message = format!(
             "From: {from}\r\nTo: grace@beta.test\r\nSubject: hello from {from}\r\n\
              Message-ID: <{marker}@example.org>\r\nX-Edgemail-Warmup: {marker}\r\n\r\nHi Grace"
         );
         let reply = send_one(addr, from, "grace@beta.test", &message);
-        assert!(reply.starts_with("250"), "{reply}");
+        assert!(reply.starts_with(answer), "{reply}");
     }
     let inbox = w.beta().get("/v1/emails?mailbox=grace&folder=inbox").expect(200).json();
-    assert_eq!(inbox.as_array().map(Vec::len), Some(2), "{inbox}");
+    assert_eq!(inbox.as_array().map(Vec::len), Some(1), "{inbox}");
     let grace = w.status("grace@beta.test");
     assert_eq!(n(&grace, "receivedTotal"), 0, "{grace}");
 }

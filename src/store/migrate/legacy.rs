@@ -147,6 +147,7 @@ mod tests {
             daily_limit: Some(40),
             min_gap_ms: None,
             quota_bytes: None,
+            spam_filter: None,
         };
         let mailboxes: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("mailboxes");
         let json = must(serde_json::to_vec(&mailbox));

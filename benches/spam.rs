@@ -89,7 +89,11 @@ fn quality(model: &Model, held: &[Held]) {
     if std::env::var_os("SPAM_BENCH_MISSES").is_some() {
         for (score, h) in &scores {
             if h.spam != (*score >= t.junk) {
-                println!("  miss: {} {} score {score}", if h.spam { "spam" } else { "ham" }, h.path.display());
+                println!(
+                    "  miss: {} {} score {score}",
+                    if h.spam { "spam" } else { "ham" },
+                    h.path.display()
+                );
             }
         }
     }
@@ -109,7 +113,11 @@ fn speed(model: &Model, held: &[Held]) {
                 for part in held.chunks(held.len().div_ceil(threads).max(1)) {
                     s.spawn(move || {
                         for h in part {
-                            std::hint::black_box(verdict(&model.score(None, &features(&h.raw)), &[], &t));
+                            std::hint::black_box(verdict(
+                                &model.score(None, &features(&h.raw)),
+                                &[],
+                                &t,
+                            ));
                         }
                     });
                 }

@@ -103,7 +103,10 @@ impl Model {
         for &token in &features.hashes {
             let own = self.tokens.get(&token).copied().unwrap_or_default();
             let other = base.and_then(|b| b.tokens.get(&token)).copied().unwrap_or_default();
-            let (s, h) = (f64::from(own.spam) + f64::from(other.spam), f64::from(own.ham) + f64::from(other.ham));
+            let (s, h) = (
+                f64::from(own.spam) + f64::from(other.spam),
+                f64::from(own.ham) + f64::from(other.ham),
+            );
             if s + h == 0.0 {
                 continue;
             }
@@ -113,11 +116,16 @@ impl Model {
             }
         }
         if clues.len() > MAX_CLUES {
-            clues.select_nth_unstable_by(MAX_CLUES, |a, b| deviation(b.1).total_cmp(&deviation(a.1)));
+            clues.select_nth_unstable_by(MAX_CLUES, |a, b| {
+                deviation(b.1).total_cmp(&deviation(a.1))
+            });
             clues.truncate(MAX_CLUES);
         }
         let probability = fisher(clues.iter().map(|c| c.1));
-        Score { probability: Some(probability), strongest: strongest(&mut clues, probability, features) }
+        Score {
+            probability: Some(probability),
+            strongest: strongest(&mut clues, probability, features),
+        }
     }
 }
 
@@ -163,7 +171,11 @@ fn chi2_survival(x2: f64, dof: usize) -> f64 {
 }
 
 /// The most telling clues on the side of `probability`, with their text.
-fn strongest(clues: &mut [(u64, f64)], probability: f64, features: &Features) -> Vec<(String, f64)> {
+fn strongest(
+    clues: &mut [(u64, f64)],
+    probability: f64,
+    features: &Features,
+) -> Vec<(String, f64)> {
     let spammy = probability >= 0.5;
     clues.sort_unstable_by(|a, b| deviation(b.1).total_cmp(&deviation(a.1)));
     clues

@@ -52,7 +52,9 @@ impl Models {
     ) -> Result<Verdict> {
         let scopes = (GLOBAL.to_owned(), mailbox.to_owned());
         let (global_totals, own_totals) = store
-            .read(move |r| Ok::<_, crate::store::Error>((r.junk_totals(&scopes.0)?, r.junk_totals(&scopes.1)?)))
+            .read(move |r| {
+                Ok::<_, crate::store::Error>((r.junk_totals(&scopes.0)?, r.junk_totals(&scopes.1)?))
+            })
             .await?;
         let global = self.current(store, GLOBAL, global_totals).await?;
         let own = match mailbox {

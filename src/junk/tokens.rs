@@ -112,7 +112,9 @@ impl Builder {
             self.host("url:", host);
             return;
         }
-        if let Some((_, domain)) = lower.rsplit_once('@').filter(|(l, d)| !l.is_empty() && d.contains('.')) {
+        if let Some((_, domain)) =
+            lower.rsplit_once('@').filter(|(l, d)| !l.is_empty() && d.contains('.'))
+        {
             self.add("email:", domain);
             return;
         }
@@ -210,8 +212,8 @@ fn headers(message: &Message<'_>, out: &mut Builder) {
         let same = from.as_deref() == Some(reply.as_str());
         out.add("h:reply-to:", if same { "same-domain" } else { "other-domain" });
     }
-    let recipients = message.to().map_or(0, |a| a.iter().count())
-        + message.cc().map_or(0, |a| a.iter().count());
+    let recipients =
+        message.to().map_or(0, |a| a.iter().count()) + message.cc().map_or(0, |a| a.iter().count());
     out.add("h:recipients:", &recipients.min(10).to_string());
     for (name, prefix) in [("X-Mailer", "xm:"), ("User-Agent", "ua:")] {
         if let Some(value) = message.header_raw(name) {

@@ -125,18 +125,22 @@ impl Rtx {
     pub fn junk_scope(&self, scope: &str) -> Result<(JunkTotals, Vec<(u64, JunkCounts)>)> {
         let sums = totals(self, scope)?;
         let mut tokens = Vec::new();
-        self.tx.open_table(JUNK_TOKENS)?.scan((scope, 0u64)..=(scope, u64::MAX), false, |k, v| {
-            tokens.push((k.1, JunkCounts::unpack(v)));
-            Ok(Flow::Continue(()))
-        })?;
+        self.tx.open_table(JUNK_TOKENS)?.scan(
+            (scope, 0u64)..=(scope, u64::MAX),
+            false,
+            |k, v| {
+                tokens.push((k.1, JunkCounts::unpack(v)));
+                Ok(Flow::Continue(()))
+            },
+        )?;
         Ok((sums, tokens))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::kv::conformance::pg_cluster;
     use super::super::{Options, Store};
-    use super::pg_cluster;
     use super::*;
 
     fn train(store: &Store, scope: &'static str, tokens: &'static [u64], t: JunkTraining) {
@@ -199,8 +203,3 @@ mod tests {
         store.close();
     }
 }
-
-#[cfg(test)]
-#[path = "../../tests/support/pg_cluster.rs"]
-#[allow(dead_code)]
-mod pg_cluster;

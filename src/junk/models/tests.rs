@@ -1,8 +1,10 @@
 use super::*;
 
 fn message(subject: &str, body: &str) -> Vec<u8> {
-    format!("From: a@b.test\r\nSubject: {subject}\r\nMessage-ID: <{subject}@b.test>\r\n\r\n{body}\r\n")
-        .into_bytes()
+    format!(
+        "From: a@b.test\r\nSubject: {subject}\r\nMessage-ID: <{subject}@b.test>\r\n\r\n{body}\r\n"
+    )
+    .into_bytes()
 }
 
 fn temp_store(tag: &str) -> (Store, std::path::PathBuf) {

@@ -17,10 +17,26 @@ fn a_plain_message_gives_prefixed_deduplicated_tokens() {
     let f = features(raw);
     let n = names(&f);
     for want in [
-        "s:free", "s:viagra", "s:<mostly-caps>", "s:<exclamations>", "f:cheap", "fd:pills.example",
-        "td:x.test", "rd:elsewhere.example", "h:reply-to:other-domain", "h:no-date",
-        "h:no-message-id", "xm:bulk", "hn:x-mailer", "buy", "url:www.pills.example",
-        "url:pills.example", "email:pills.example", "skip:a50", "cs:us-ascii", "h:received:0",
+        "s:free",
+        "s:viagra",
+        "s:<mostly-caps>",
+        "s:<exclamations>",
+        "f:cheap",
+        "fd:pills.example",
+        "td:x.test",
+        "rd:elsewhere.example",
+        "h:reply-to:other-domain",
+        "h:no-date",
+        "h:no-message-id",
+        "xm:bulk",
+        "hn:x-mailer",
+        "buy",
+        "url:www.pills.example",
+        "url:pills.example",
+        "email:pills.example",
+        "skip:a50",
+        "cs:us-ascii",
+        "h:received:0",
     ] {
         assert!(n.contains(&want), "{want} missing from {n:?}");
     }
@@ -38,8 +54,15 @@ fn html_tricks_are_seen() {
     let n = features(raw);
     let n = names(&n);
     for want in [
-        "html:hidden", "html:image-only", "html:no-text-alternative", "url:click.track.example",
-        "url:track.example", "img:10.0.0.1", "img:numeric-ip", "hidden", "words",
+        "html:hidden",
+        "html:image-only",
+        "html:no-text-alternative",
+        "url:click.track.example",
+        "url:track.example",
+        "img:10.0.0.1",
+        "img:numeric-ip",
+        "hidden",
+        "words",
     ] {
         assert!(n.contains(&want), "{want} missing from {n:?}");
     }
@@ -57,7 +80,9 @@ fn hostile_messages_stay_bounded() {
     // 5,000 nested multiparts, then a body of 4 MiB of distinct words.
     let mut raw = String::from("From: a@b.test\r\nSubject: deep\r\n");
     for i in 0..5000 {
-        raw.push_str(&format!("Content-Type: multipart/mixed; boundary=\"b{i}\"\r\n\r\n--b{i}\r\n"));
+        raw.push_str(&format!(
+            "Content-Type: multipart/mixed; boundary=\"b{i}\"\r\n\r\n--b{i}\r\n"
+        ));
     }
     raw.push_str("Content-Type: text/plain\r\n\r\n");
     let mut i = 0u64;
@@ -72,7 +97,8 @@ fn hostile_messages_stay_bounded() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 
     // Thousands of parts: at most MAX_PARTS read.
-    let mut raw = String::from("From: a@b.test\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n");
+    let mut raw =
+        String::from("From: a@b.test\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n");
     for i in 0..3000 {
         raw.push_str(&format!("--x\r\nContent-Type: text/plain\r\n\r\nuniq{i}\r\n"));
     }

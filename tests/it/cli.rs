@@ -197,7 +197,10 @@ fn train_works_on_a_stopped_data_directory_and_through_a_running_server() {
 
     let _server = Server::start(&dir.0);
     let out = run(&["train", "--mailbox", "Ops@X.test", "--spam", spam], &dir);
-    assert!(out.contains("trained 3 spam and 0 ham messages into the model of ops@x.test"), "{out}");
+    assert!(
+        out.contains("trained 3 spam and 0 ham messages into the model of ops@x.test"),
+        "{out}"
+    );
     let (ok, _, err) = cli(&["train", "--spam", spam, "--data", dir.0.to_str().expect("utf-8")]);
     assert!(!ok && err.contains("--mailbox"), "{err}");
 }

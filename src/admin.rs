@@ -42,6 +42,13 @@ pub enum Command {
     },
     /// Check the integrity of what is committed (on a copy: the live file cannot be checked).
     Check,
+    /// Train the junk filter of `mailbox` (`None`: the global model) on the messages of the
+    /// (absolute) directories `spam` and `ham`.
+    Train {
+        mailbox: Option<String>,
+        spam: Option<PathBuf>,
+        ham: Option<PathBuf>,
+    },
 }
 
 impl Command {
@@ -84,6 +91,16 @@ pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result
                 out.push_str(&format!("{}\tdkim={}\n", d.name, selectors.join(",")));
             }
             Ok(out)
+        }
+        Command::Train { mailbox, spam, ham } => {
+            let mailbox = mailbox.map(|m| m.trim().to_ascii_lowercase());
+            let trained = crate::junk::train_dirs(
+                store,
+                mailbox.as_deref(),
+                spam.as_deref(),
+                ham.as_deref(),
+            )?;
+            Ok(trained.describe(mailbox.as_deref()))
         }
         Command::DomainRemove { name } => {
             let name = name.trim().to_ascii_lowercase();

@@ -55,6 +55,25 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Train the junk filter of a mailbox (or, with --global, the model new mailboxes start
+    /// from) on directories of messages, one RFC 5322 message per file (also while `serve`
+    /// runs: the running server trains).
+    Train {
+        /// The mailbox whose model learns.
+        #[arg(long, value_name = "ADDR", required_unless_present = "global")]
+        mailbox: Option<String>,
+        /// Train the global model instead of a mailbox's.
+        #[arg(long, conflicts_with = "mailbox")]
+        global: bool,
+        /// A directory of spam messages.
+        #[arg(long, value_name = "DIR", required_unless_present = "ham")]
+        spam: Option<PathBuf>,
+        /// A directory of legitimate messages.
+        #[arg(long, value_name = "DIR")]
+        ham: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 /// Options every command takes.

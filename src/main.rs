@@ -42,6 +42,13 @@ fn main() -> ExitCode {
             Err(e) => fail(&format!("{}: {e}", to.display())),
         },
         Command::Check { common } => on_existing_store(&common, Admin::Check),
+        Command::Train { mailbox, global: _, spam, ham, common } => {
+            // The server resolves paths from its own working directory: send absolute ones.
+            let absolute =
+                |dir: Option<std::path::PathBuf>| dir.map(|d| std::path::absolute(&d).unwrap_or(d));
+            let (spam, ham) = (absolute(spam), absolute(ham));
+            on_existing_store(&common, Admin::Train { mailbox, spam, ham })
+        }
         Command::Restore { from, force, common } => restore(&common, &from, force),
     }
 }

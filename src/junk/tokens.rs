@@ -22,6 +22,9 @@ pub const MAX_PARTS: usize = 64;
 pub const MAX_TEXT: usize = 64 * 1024;
 /// Header fields looked at.
 pub const MAX_HEADERS: usize = 128;
+/// Received fields whose hosts and addresses are read (the newest first: the older ones are
+/// what the sender wrote, and cheap to forge, but still telling).
+const MAX_RECEIVED: usize = 8;
 /// Nested messages followed inside one another.
 const MAX_NESTING: usize = 2;
 /// Words shorter than this are mostly noise (articles, "is", "to").
@@ -181,6 +184,9 @@ fn headers(message: &Message<'_>, out: &mut Builder) {
         }
         if name == "received" {
             received += 1;
+            if received <= MAX_RECEIVED {
+                received_hosts(header_text(message, header), out);
+            }
         }
         out.add("hn:", &name);
     }
@@ -190,7 +196,9 @@ fn headers(message: &Message<'_>, out: &mut Builder) {
     }
     match message.message_id() {
         Some(id) => {
-            out.add("mid:", id.rsplit_once('@').map_or("none", |(_, d)| d).trim_end_matches('>'))
+            let (local, domain) = id.rsplit_once('@').unwrap_or((id, "none"));
+            out.add("mid:", domain.trim_end_matches('>'));
+            out.add("mid:", &shape(local));
         }
         None => out.add("h:", "no-message-id"),
     }
@@ -218,11 +226,46 @@ fn headers(message: &Message<'_>, out: &mut Builder) {
     }
 }
 
+/// The raw text of a header field, as the message holds it.
+fn header_text<'m>(message: &'m Message<'_>, header: &mail_parser::Header<'_>) -> &'m str {
+    let raw = message.raw_message();
+    let (start, end) = (header.offset_start() as usize, header.offset_end() as usize);
+    raw.get(start..end).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("")
+}
+
+/// The host names and IPv4 networks a Received field names (relays, dial-up pools, the
+/// sender's claimed name): SpamBayes found them among the strongest clues.
+fn received_hosts(text: &str, out: &mut Builder) {
+    let text = &text[..floor(text, 1024)];
+    for word in text.split(|c: char| c.is_whitespace() || "()[]<>;=".contains(c)) {
+        let word = word.trim_matches(|c: char| c == '.' || c == ',').to_ascii_lowercase();
+        if word.len() < 4 || !word.contains('.') || word.contains('@') {
+            continue;
+        }
+        if word.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            let mut octets = word.split('.');
+            if let (Some(a), Some(b)) = (octets.next(), octets.next()) {
+                out.add("rcvip:", &format!("{a}.{b}"));
+            }
+        } else if word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') {
+            out.host("rcv:", &word);
+        }
+    }
+}
+
 fn content_type(ctype: &str, subtype: Option<&str>) -> String {
     match subtype {
         Some(sub) => format!("{}/{}", ctype, sub).to_ascii_lowercase(),
         None => ctype.to_ascii_lowercase(),
     }
+}
+
+/// The shape of an identifier: how long, and whether it mixes digits in (random local parts
+/// and Message-IDs of bulk mailers look alike).
+fn shape(id: &str) -> String {
+    let digits = id.bytes().filter(u8::is_ascii_digit).count();
+    let other = id.bytes().filter(|b| !b.is_ascii_alphanumeric()).count();
+    format!("len{}-digits{}-other{}", id.len().min(30) / 5 * 5, digits.min(5), other.min(3))
 }
 
 fn subject_facts(subject: &str, out: &mut Builder) {
@@ -255,7 +298,11 @@ fn address_facts(
         if let Some(name) = addr.name() {
             out.words(name_prefix, name);
         }
-        let domain = addr.address().and_then(|a| a.rsplit_once('@')).map(|(_, d)| d.to_lowercase());
+        let parts = addr.address().and_then(|a| a.rsplit_once('@'));
+        if let Some((local, _)) = parts {
+            out.add(name_prefix, &format!("<local:{}>", shape(local)));
+        }
+        let domain = parts.map(|(_, d)| d.to_lowercase());
         if let Some(domain) = domain {
             out.add(domain_prefix, &domain);
             first.get_or_insert(domain);

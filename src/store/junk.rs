@@ -114,6 +114,25 @@ impl Wtx<'_> {
     }
 }
 
+impl Wtx<'_> {
+    /// Forgets what `scope` (a removed mailbox) was trained on. Its totals stay behind, zeroed
+    /// with the generation bumped, so a node that cached its model cannot take a new mailbox of
+    /// the same address, trained from generation 1 again, for the old one.
+    pub(super) fn forget_junk(&mut self, scope: &str) -> Result<()> {
+        let sums = totals(self, scope)?;
+        if sums == JunkTotals::default() {
+            return Ok(());
+        }
+        self.tx
+            .open_table(JUNK_TOKENS)?
+            .retain_in((scope, 0u64)..=(scope, u64::MAX), |_, _| false)?;
+        let forgotten =
+            JunkTotals { generation: sums.generation.wrapping_add(1), ..JunkTotals::default() };
+        self.tx.open_table(JUNK_TOTALS)?.insert(scope, encode(&forgotten)?.as_slice())?;
+        Ok(())
+    }
+}
+
 impl Rtx {
     /// The totals of `scope` (zeros when it was never trained): one key, for checking whether a
     /// cached model is current.
@@ -139,8 +158,8 @@ impl Rtx {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kv::conformance::pg_cluster;
     use super::super::{Options, Store};
-    use super::pg_cluster;
     use super::*;
 
     fn train(store: &Store, scope: &'static str, tokens: &'static [u64], t: JunkTraining) {
@@ -180,6 +199,9 @@ mod tests {
         assert_eq!((sums.spam, sums.generation, tokens), (1, 1, vec![(7, c(1, 0))]));
         let gen_of = |s: &str| store.read_blocking(|r| r.junk_totals(s)).expect("totals"); // ok: test
         assert_eq!(gen_of("nobody@x.test"), JunkTotals::default());
+        store.write_blocking(|w| w.forget_junk("m@x.test")).expect("forget"); // ok: test
+        let (sums, tokens) = scope(store, "m@x.test");
+        assert_eq!((sums.spam, sums.generation, tokens), (0, 2, vec![]));
     }
 
     #[test]
@@ -203,8 +225,3 @@ mod tests {
         store.close();
     }
 }
-
-#[cfg(test)]
-#[path = "../../tests/support/pg_cluster.rs"]
-#[allow(dead_code)]
-mod pg_cluster;

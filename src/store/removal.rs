@@ -1,4 +1,4 @@
-//! What goes with a domain or a mailbox. Removal is the one operation that reaches into every
+//! What goes with a domain or a mailbox (its junk filter's training included). Removal is the one operation that reaches into every
 //! entity, so it sits above them all: each entity lends a `remove_*` for its own tables, and the
 //! entities themselves never call back up into one another to clean up.
 
@@ -29,6 +29,7 @@ impl Wtx<'_> {
             removed.emails += self.delete_mailbox_contents(&mailbox.address)?;
             self.forget_folders(&mailbox.address)?;
             self.remove_app_passwords(&mailbox.address)?;
+            self.forget_junk(&mailbox.address)?;
             removed.mailboxes += 1;
         }
         removed.contacts = self.remove_domain_contacts(name)?;
@@ -51,6 +52,7 @@ impl Wtx<'_> {
         self.delete_mailbox_contents(&address)?;
         self.forget_folders(&address)?;
         self.remove_app_passwords(&address)?;
+        self.forget_junk(&address)?;
         self.remove_from_groups(domain, &address)?;
         self.remove_warmup(domain, local)?;
         Ok(())

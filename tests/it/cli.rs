@@ -173,3 +173,34 @@ fn commands_against_a_postgres_store_need_no_data_directory() {
     assert!(listed.contains("pg.test"), "{listed}");
     assert!(!missing.exists(), "no data directory made");
 }
+
+#[test]
+fn train_works_on_a_stopped_data_directory_and_through_a_running_server() {
+    let dir = TempDir::new("cli-train");
+    Seed::open(&dir.0).close();
+    let mail = TempDir::new("cli-train-mail");
+    for (class, word) in [("spam", "viagra"), ("ham", "agenda")] {
+        std::fs::create_dir_all(mail.0.join(class).join("nested")).expect("dir");
+        for i in 0..3 {
+            let text = format!("From: a@b.test\r\nSubject: {word} {i}\r\n\r\n{word} text\r\n");
+            std::fs::write(mail.0.join(class).join(format!("{i}.eml")), text).expect("write");
+        }
+    }
+    std::os::unix::fs::symlink("/nonexistent/x", mail.0.join("ham/broken")).expect("symlink");
+    let spam = mail.0.join("spam");
+    let ham = mail.0.join("ham");
+    let (spam, ham) = (spam.to_str().expect("utf-8"), ham.to_str().expect("utf-8"));
+
+    let out = run(&["train", "--global", "--spam", spam, "--ham", ham], &dir);
+    assert!(out.contains("trained 3 spam and 3 ham messages into the global model"), "{out}");
+    assert!(out.contains("warning: skipped ") && out.contains("broken"), "{out}");
+
+    let _server = Server::start(&dir.0);
+    let out = run(&["train", "--mailbox", "Ops@X.test", "--spam", spam], &dir);
+    assert!(
+        out.contains("trained 3 spam and 0 ham messages into the model of ops@x.test"),
+        "{out}"
+    );
+    let (ok, _, err) = cli(&["train", "--spam", spam, "--data", dir.0.to_str().expect("utf-8")]);
+    assert!(!ok && err.contains("--mailbox"), "{err}");
+}

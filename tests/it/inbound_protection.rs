@@ -119,7 +119,8 @@ fn a_blacklisted_client_is_scored_and_a_junked_message_trains_the_next_one() {
     assert!(email["spam"]["score"].as_f64().is_some_and(|s| s >= 2.0), "{email}");
     assert!(header(&email, "X-Spam-Status").starts_with("No, score="), "{email}");
 
-    // The mailbox's owner sorts: three offers into Junk over IMAP, four letters kept as ham.
+    // The mailbox's owner sorts (a model speaks once it knows five of each kind): five offers
+    // into Junk over IMAP, five letters kept as ham.
     let spam_body = "Cheap replica watches and casino bonus, claim your prize money now, \
                      limited offer, unsubscribe never, click the winner link today";
     let ham_bodies = [
@@ -127,6 +128,7 @@ fn a_blacklisted_client_is_scored_and_a_junked_message_trains_the_next_one() {
         "Thanks for the invoice, I forwarded it to accounting and they will pay next week.",
         "The build on the release branch fails in the storage tests since this morning.",
         "Lunch with the new hire tomorrow at noon, the usual place near the office.",
+        "The contract draft is ready for your comments before we send it to the client.",
     ];
     for (i, body) in ham_bodies.iter().enumerate() {
         let subject = format!("letter {i}");
@@ -140,7 +142,7 @@ fn a_blacklisted_client_is_scored_and_a_junked_message_trains_the_next_one() {
             f.world.api().post(&format!("/v1/emails/{id}/not-junk"), json!({})).expect(200).json();
         assert_eq!(kept["spam"]["trained"], "ham", "{kept}");
     }
-    for i in 0..3 {
+    for i in 0..5 {
         let subject = format!("offer {i}");
         let from = format!("Prize Desk <desk{i}@promo{i}.test>");
         assert!(
@@ -162,8 +164,8 @@ m.logout()
 "#,
         &[],
     );
-    assert_eq!(moved, ["found 3", "move OK"]);
-    for i in 0..3 {
+    assert_eq!(moved, ["found 5", "move OK"]);
+    for i in 0..5 {
         let email = find(&f, "junk", &format!("offer {i}"));
         assert_eq!(email["spam"]["trained"], "spam", "{email}");
     }

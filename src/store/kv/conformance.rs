@@ -421,7 +421,7 @@ fn the_redb_backend_conforms() {
 
 #[path = "../../../tests/support/pg_cluster.rs"]
 #[allow(dead_code)]
-mod pg_cluster;
+pub(in crate::store) mod pg_cluster;
 
 #[test]
 fn the_postgres_backend_conforms() {

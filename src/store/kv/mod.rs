@@ -14,7 +14,7 @@ mod table;
 mod value;
 
 #[cfg(test)]
-mod conformance;
+pub(super) mod conformance;
 
 use std::ops::{Bound, ControlFlow};
 

@@ -25,30 +25,32 @@ use super::session::Session;
 use super::structure::{basic, body_structure};
 
 /// The items asked for, each once, in the order first asked: `FLAGS FLAGS` answers one FLAGS,
-/// and BODY.PEEK[s] beside BODY[s] would answer BODY[s] twice, so the peek goes.
+/// and BODY.PEEK[s] beside BODY[s] (BINARY.PEEK[s] beside BINARY[s]) would answer BODY[s] twice,
+/// so the peek goes.
 fn unique(items: Vec<MessageDataItemName<'static>>) -> Vec<MessageDataItemName<'static>> {
-    let marking: HashSet<_> = items
+    // The peeking twins of the items that mark \Seen.
+    let twins: HashSet<_> = items
         .iter()
         .filter_map(|i| match i {
             MessageDataItemName::BodyExt { section, partial, peek: false } => {
-                Some((section.clone(), *partial))
+                Some(MessageDataItemName::BodyExt {
+                    section: section.clone(),
+                    partial: *partial,
+                    peek: true,
+                })
+            }
+            MessageDataItemName::Binary { section, partial, peek: false } => {
+                Some(MessageDataItemName::Binary {
+                    section: section.clone(),
+                    partial: *partial,
+                    peek: true,
+                })
             }
             _ => None,
         })
         .collect();
     let mut seen = HashSet::with_capacity(items.len());
-    items
-        .into_iter()
-        .filter(|i| {
-            let twin = match i {
-                MessageDataItemName::BodyExt { section, partial, peek: true } => {
-                    marking.contains(&(section.clone(), *partial))
-                }
-                _ => false,
-            };
-            !twin && seen.insert(i.clone())
-        })
-        .collect()
+    items.into_iter().filter(|i| !twins.contains(i) && seen.insert(i.clone())).collect()
 }
 
 /// Whether an item needs the message's bytes.
@@ -302,6 +304,8 @@ mod tests {
         let body = |peek| BodyExt { section: None, partial: None, peek };
         let got = unique(vec![Flags, Uid, Flags, body(true), body(false), Uid, body(true)]);
         assert_eq!(got, vec![Flags, Uid, body(false)]);
+        let bin = |peek| MessageDataItemName::Binary { section: vec![], partial: None, peek };
+        assert_eq!(unique(vec![bin(true), bin(false), bin(true)]), vec![bin(false)]);
     }
 
     #[test]

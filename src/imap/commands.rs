@@ -40,6 +40,9 @@ impl Session {
             CommandBody::Rename { from, to } => self.rename(tag, &from, &to).await,
             CommandBody::Subscribe { mailbox } => self.subscribe(tag, &mailbox, true).await,
             CommandBody::Unsubscribe { mailbox } => self.subscribe(tag, &mailbox, false).await,
+            CommandBody::GetQuotaRoot { mailbox } => self.get_quota_root(conn, tag, &mailbox).await,
+            CommandBody::GetQuota { root } => self.get_quota(conn, tag, &root).await,
+            CommandBody::SetQuota { .. } => super::quota::set_quota_refused(tag),
             CommandBody::Append { mailbox, flags, date, message } => {
                 self.append(conn, tag, &mailbox, flags, date, message).await
             }

@@ -4,49 +4,53 @@
 
 use std::collections::HashSet;
 
-use imap_types::core::{IString, Literal, NString, Tag};
+use imap_types::core::{IString, Literal, LiteralMode, NString, NString8, Tag};
 use imap_types::datetime::DateTime;
+use imap_types::extensions::binary::Literal8;
 use imap_types::fetch::{MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName};
-use imap_types::response::{Data, Status};
+use imap_types::response::{Code, Data, Status, StatusKind};
 use imap_types::sequence::SequenceSet;
 use mail_parser::Message;
 
+use super::binary::{Undecodable, binary};
 use super::conn::{Conn, ConnError};
 use super::envelope::envelope;
 use super::message::CHUNK;
 use super::message::{Loaded, load};
 use super::names::nonzero;
 use super::reply::INVALID_SET;
-use super::reply::{bad, failed, flags_fetch, ok};
+use super::reply::{bad, failed, flags_fetch, ok, status};
 use super::section::{extract, header_block, text};
 use super::session::Session;
 use super::structure::{basic, body_structure};
 
 /// The items asked for, each once, in the order first asked: `FLAGS FLAGS` answers one FLAGS,
-/// and BODY.PEEK[s] beside BODY[s] would answer BODY[s] twice, so the peek goes.
+/// and BODY.PEEK[s] beside BODY[s] (BINARY.PEEK[s] beside BINARY[s]) would answer BODY[s] twice,
+/// so the peek goes.
 fn unique(items: Vec<MessageDataItemName<'static>>) -> Vec<MessageDataItemName<'static>> {
-    let marking: HashSet<_> = items
+    // The peeking twins of the items that mark \Seen.
+    let twins: HashSet<_> = items
         .iter()
         .filter_map(|i| match i {
             MessageDataItemName::BodyExt { section, partial, peek: false } => {
-                Some((section.clone(), *partial))
+                Some(MessageDataItemName::BodyExt {
+                    section: section.clone(),
+                    partial: *partial,
+                    peek: true,
+                })
+            }
+            MessageDataItemName::Binary { section, partial, peek: false } => {
+                Some(MessageDataItemName::Binary {
+                    section: section.clone(),
+                    partial: *partial,
+                    peek: true,
+                })
             }
             _ => None,
         })
         .collect();
     let mut seen = HashSet::with_capacity(items.len());
-    items
-        .into_iter()
-        .filter(|i| {
-            let twin = match i {
-                MessageDataItemName::BodyExt { section, partial, peek: true } => {
-                    marking.contains(&(section.clone(), *partial))
-                }
-                _ => false,
-            };
-            !twin && seen.insert(i.clone())
-        })
-        .collect()
+    items.into_iter().filter(|i| !twins.contains(i) && seen.insert(i.clone())).collect()
 }
 
 /// Whether an item needs the message's bytes.
@@ -62,6 +66,7 @@ fn marks_seen(item: &MessageDataItemName<'_>) -> bool {
     matches!(
         item,
         MessageDataItemName::BodyExt { peek: false, .. }
+            | MessageDataItemName::Binary { peek: false, .. }
             | MessageDataItemName::Rfc822
             | MessageDataItemName::Rfc822Text
     )
@@ -100,11 +105,6 @@ impl Session {
             }
             MacroOrMessageDataItemNames::MessageDataItemNames(items) => items,
         };
-        if items.iter().any(|i| {
-            matches!(i, MessageDataItemName::Binary { .. } | MessageDataItemName::BinarySize { .. })
-        }) {
-            return Ok(bad(tag, "BINARY is not supported"));
-        }
         items = unique(items);
         if uid && !items.contains(&MessageDataItemName::Uid) {
             items.insert(0, MessageDataItemName::Uid);
@@ -147,7 +147,10 @@ impl Session {
                     continue;
                 }
                 let recent = view.is_recent(message.entry.uid);
-                let mut out = render(message, &items, recent);
+                let mut out = match render(message, &items, recent) {
+                    Ok(out) => out,
+                    Err(e) => return Ok(unknown_cte(tag, e)),
+                };
                 out.extend(modseq.then(|| super::condstore::modseq_item(&message.entry.meta)));
                 if let Ok(items) = out.try_into() {
                     conn.enqueue_data(Data::Fetch { seq, items });
@@ -182,12 +185,29 @@ impl Session {
     }
 }
 
-/// The FETCH items of one message.
+/// The NO of a BINARY fetch of a part that cannot be decoded (RFC 3516 4.3).
+fn unknown_cte(tag: &Tag<'static>, e: Undecodable) -> Status<'static> {
+    let text = match e {
+        Undecodable::Unknown(cte) => format!("unknown content-transfer-encoding {cte}"),
+        Undecodable::Corrupt => "the part does not decode".to_owned(),
+    };
+    status(tag, StatusKind::No, Some(Code::UnknownCte), &text)
+}
+
+/// A BINARY item's value: a literal, or a literal8 for bytes a literal cannot carry (NUL).
+fn literal8(bytes: Vec<u8>) -> NString8<'static> {
+    if bytes.contains(&0) {
+        return NString8::Literal8(Literal8 { data: bytes.into(), mode: LiteralMode::Sync });
+    }
+    NString8::NString(literal(bytes))
+}
+
+/// The FETCH items of one message; a BINARY item of a part that cannot be decoded fails them.
 fn render(
     message: &Loaded,
     names: &[MessageDataItemName<'static>],
     recent: bool,
-) -> Vec<MessageDataItem<'static>> {
+) -> Result<Vec<MessageDataItem<'static>>, Undecodable> {
     let raw: &[u8] = message.raw.as_deref().map_or(&[], Vec::as_slice);
     // Bounded before parsing (`mime`): a stored message may nest without end.
     let bounded = names
@@ -216,6 +236,18 @@ fn render(
             },
             MessageDataItemName::Rfc822Size => MessageDataItem::Rfc822Size(raw.len() as u32),
             MessageDataItemName::Rfc822 => MessageDataItem::Rfc822(literal(raw.to_vec())),
+            MessageDataItemName::Binary { section, partial, .. } => {
+                let Some(p) = parsed.as_ref() else { continue };
+                // imap-types has no origin for a BINARY item: a partial one is answered as
+                // RFC 3516's grammar writes it, `BINARY[section]` without `<origin>`.
+                let data = cut(binary(p, section)?, *partial);
+                MessageDataItem::Binary { section: section.clone(), value: literal8(data) }
+            }
+            MessageDataItemName::BinarySize { section } => {
+                let Some(p) = parsed.as_ref() else { continue };
+                let size = binary(p, section)?.len() as u32;
+                MessageDataItem::BinarySize { section: section.clone(), size }
+            }
             _ => match parsed.as_ref() {
                 Some(p) => match parsed_item(p, name) {
                     Some(item) => item,
@@ -226,7 +258,18 @@ fn render(
         };
         out.push(item);
     }
-    out
+    Ok(out)
+}
+
+/// The `<start.length>` cut of `data`.
+fn cut(mut data: Vec<u8>, partial: Option<(u32, std::num::NonZeroU32)>) -> Vec<u8> {
+    if let Some((start, len)) = partial {
+        let from = (start as usize).min(data.len());
+        let to = from.saturating_add(len.get() as usize).min(data.len());
+        data.truncate(to);
+        data.drain(..from);
+    }
+    data
 }
 
 /// An item read from the parsed message.
@@ -243,12 +286,7 @@ fn parsed_item(
         }
         MessageDataItemName::Rfc822Text => MessageDataItem::Rfc822Text(literal(text(m).to_vec())),
         MessageDataItemName::BodyExt { section, partial, .. } => {
-            let mut data = extract(m, section.as_ref());
-            if let Some((start, len)) = partial {
-                let from = (*start as usize).min(data.len());
-                let to = from.saturating_add(len.get() as usize).min(data.len());
-                data = data[from..to].to_vec();
-            }
+            let data = cut(extract(m, section.as_ref()), *partial);
             let origin = partial.map(|(start, _)| start);
             MessageDataItem::BodyExt { section: section.clone(), origin, data: literal(data) }
         }
@@ -266,6 +304,8 @@ mod tests {
         let body = |peek| BodyExt { section: None, partial: None, peek };
         let got = unique(vec![Flags, Uid, Flags, body(true), body(false), Uid, body(true)]);
         assert_eq!(got, vec![Flags, Uid, body(false)]);
+        let bin = |peek| MessageDataItemName::Binary { section: vec![], partial: None, peek };
+        assert_eq!(unique(vec![bin(true), bin(false), bin(true)]), vec![bin(false)]);
     }
 
     #[test]

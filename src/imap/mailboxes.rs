@@ -9,6 +9,7 @@ use imap_types::response::{Code, Data, Status, StatusKind};
 use imap_types::status::{StatusDataItem, StatusDataItemName};
 
 use super::conn::Conn;
+use super::message::{CHUNK, load};
 use super::names::{nonzero, resolve};
 use super::reply::{failed, ok, status};
 use super::session::Session;
@@ -128,33 +129,80 @@ impl Session {
             },
             false => 0,
         };
+        let bytes = names.iter().any(|n| COUNTED[0..2].contains(n));
+        let counts = match names.iter().any(|n| COUNTED.contains(n)) {
+            true => match counts(&self.deps.store, &view, bytes).await {
+                Ok(counts) => counts,
+                Err(e) => return failed(tag, &e),
+            },
+            false => Counts::default(),
+        };
         let items: Vec<StatusDataItem> = names
             .iter()
-            .filter_map(|n| match n {
-                StatusDataItemName::Messages => {
-                    Some(StatusDataItem::Messages(view.uids.len() as u32))
-                }
+            .map(|n| match n {
+                StatusDataItemName::Messages => StatusDataItem::Messages(view.uids.len() as u32),
                 StatusDataItemName::Recent => {
                     let unseen_by_any = view.uids.iter().filter(|u| **u > view.state.seen_uid);
-                    Some(StatusDataItem::Recent(unseen_by_any.count() as u32))
+                    StatusDataItem::Recent(unseen_by_any.count() as u32)
                 }
                 StatusDataItemName::UidNext => {
-                    Some(StatusDataItem::UidNext(nonzero(view.state.uid_next)))
+                    StatusDataItem::UidNext(nonzero(view.state.uid_next))
                 }
                 StatusDataItemName::UidValidity => {
-                    Some(StatusDataItem::UidValidity(nonzero(view.state.uid_validity)))
+                    StatusDataItem::UidValidity(nonzero(view.state.uid_validity))
                 }
-                StatusDataItemName::Unseen => Some(StatusDataItem::Unseen(unseen)),
+                StatusDataItemName::Unseen => StatusDataItem::Unseen(unseen),
                 StatusDataItemName::HighestModSeq => {
-                    Some(StatusDataItem::HighestModSeq(view.state.changes))
+                    StatusDataItem::HighestModSeq(view.state.changes)
                 }
-                _ => None,
+                StatusDataItemName::Size => StatusDataItem::Size(counts.size),
+                StatusDataItemName::Deleted => StatusDataItem::Deleted(counts.deleted),
+                StatusDataItemName::DeletedStorage => {
+                    StatusDataItem::DeletedStorage(counts.deleted_size)
+                }
             })
             .collect();
         let mailbox = imap_types::ToStatic::to_static(mailbox);
         conn.enqueue_data(Data::Status { mailbox, items: items.into() });
         ok(tag, "STATUS completed")
     }
+}
+
+/// The STATUS items read from every message of the folder.
+/// The first two need the messages' bytes.
+const COUNTED: [StatusDataItemName; 3] =
+    [StatusDataItemName::Size, StatusDataItemName::DeletedStorage, StatusDataItemName::Deleted];
+
+/// What STATUS SIZE (RFC 8438), DELETED and DELETED-STORAGE (RFC 9051, RFC 9208) count.
+#[derive(Default)]
+struct Counts {
+    /// The messages' bytes as RFC822.SIZE counts them.
+    size: u64,
+    /// The messages marked \Deleted.
+    deleted: u32,
+    /// Their bytes.
+    deleted_size: u64,
+}
+
+/// The counts of a folder, chunk by chunk; the messages' bytes are read only when `bytes`.
+async fn counts(
+    store: &crate::store::Store,
+    view: &View,
+    bytes: bool,
+) -> crate::store::Result<Counts> {
+    let mut counts = Counts::default();
+    for chunk in view.uids.chunks(CHUNK) {
+        let loaded = load(store, &view.mailbox, view.folder, chunk.to_vec(), bytes).await?;
+        for l in &loaded {
+            let size = l.raw.as_ref().map_or(0, |r| r.len() as u64);
+            counts.size = counts.size.saturating_add(size);
+            if l.entry.meta.flags.iter().any(|f| f.eq_ignore_ascii_case("\\Deleted")) {
+                counts.deleted += 1;
+                counts.deleted_size = counts.deleted_size.saturating_add(size);
+            }
+        }
+    }
+    Ok(counts)
 }
 
 /// The NO for a name that names no folder.

@@ -9,10 +9,12 @@
 //! - `session`    the session's state, the command loop, any-state commands, logging in
 //! - `commands`   the commands of a logged-in session, to their handlers
 //! - `folders`    LIST and LSUB, CREATE, DELETE, RENAME, SUBSCRIBE: the folder list
-//! - `mailboxes`  SELECT, EXAMINE, STATUS, NAMESPACE
+//! - `mailboxes`  SELECT, EXAMINE, STATUS (with SIZE, DELETED, DELETED-STORAGE), NAMESPACE
+//! - `quota`      GETQUOTA, GETQUOTAROOT, SETQUOTA (refused)
 //! - `view`       the selected folder: UIDs and sequence numbers, what changed
 //! - `fetch`      FETCH, chunk by chunk
 //! - `section`    BODY[section] bytes
+//! - `binary`     BINARY[section] bytes, a part's encoding undone; literal8 APPENDs made storable
 //! - `structure`  BODYSTRUCTURE
 //! - `envelope`   ENVELOPE: the fields as written, address lists with their groups
 //! - `search`     SEARCH
@@ -30,6 +32,7 @@
 //! - `reply`      tagged completions, flags
 //! - `reader`     the command reader alone, for the fuzz target
 
+mod binary;
 mod commands;
 mod condstore;
 pub mod conn;
@@ -41,6 +44,7 @@ mod idle;
 mod mailboxes;
 mod message;
 mod names;
+mod quota;
 pub mod reader;
 mod reply;
 mod resync;

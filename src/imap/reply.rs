@@ -52,6 +52,11 @@ pub fn limit(tag: &Tag<'static>, s: &str) -> Status<'static> {
     status(tag, StatusKind::No, Some(limit_code()), s)
 }
 
+/// The NO of an APPEND or COPY past the mailbox's quota (RFC 9208 `[OVERQUOTA]`).
+pub fn over_quota(tag: &Tag<'static>) -> Status<'static> {
+    status(tag, StatusKind::No, Some(Code::OverQuota), "the mailbox is over its quota")
+}
+
 /// A stored flag as a response item; `None` for one that is no longer valid.
 pub fn flag(stored: &str) -> Option<Flag<'static>> {
     Flag::try_from(stored.to_owned().as_str()).ok().map(|f| {

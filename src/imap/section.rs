@@ -39,6 +39,24 @@ pub fn extract(message: &Message<'_>, section: Option<&Section<'_>>) -> Vec<u8> 
     found.unwrap_or_default()
 }
 
+/// The body of the part at `path` as stored, and its Content-Transfer-Encoding: `None` for a
+/// multipart or an attached message (bytes no encoding was applied to, RFC 2045 6.4). `None`
+/// altogether when there is no such part.
+pub fn encoded_part(
+    message: &Message<'_>,
+    path: &[NonZeroU32],
+) -> Option<(Vec<u8>, Option<String>)> {
+    let at = walk(message, path)?;
+    let encoding = match &at {
+        At::Part(_, p) if !matches!(p.body, PartType::Multipart(_) | PartType::Message(_)) => {
+            use mail_parser::MimeHeaders;
+            Some(p.content_transfer_encoding().unwrap_or("7bit").to_owned())
+        }
+        _ => None,
+    };
+    Some((body(&at), encoding))
+}
+
 /// The bytes a message's part offsets count in. For an attached message this is the whole
 /// stored message: mail-parser's `raw_message()` of an attached message is only its own slice,
 /// while the offsets of its parts count from the start of the outermost message.

@@ -169,6 +169,10 @@ impl Session {
             Capability::CondStore,
             Capability::QResync,
             other("UTF8=ACCEPT"),
+            Capability::Binary,
+            Capability::StatusSize,
+            Capability::Quota,
+            Capability::QuotaRes(imap_types::extensions::quota::Resource::Storage),
         ]);
         Vec1::try_from(caps).unwrap_or_else(|_| Vec1::from(Capability::Imap4Rev1))
     }

@@ -15,7 +15,7 @@ use super::message::CHUNK;
 use super::message::{appended, load};
 use super::names::{nonzero, resolve};
 use super::reply::INVALID_SET;
-use super::reply::{bad, failed, no, ok, status, storable};
+use super::reply::{bad, failed, no, ok, over_quota, status, storable};
 use super::resync::stored_fetch;
 use super::session::Session;
 use crate::inbound::learn;
@@ -230,7 +230,10 @@ impl Session {
                 None
             })
         } else {
-            self.copy_to(&positions, to).await
+            match self.copy_to(&positions, to).await {
+                Ok(None) => return over_quota(tag),
+                done => done.map(Option::flatten),
+            }
         };
         let code = match result {
             Ok(code) => code,
@@ -284,13 +287,15 @@ impl Session {
         Ok(answer)
     }
 
-    /// Copies the messages at `positions` to `to`; the COPYUID of the copy.
+    /// Copies the messages at `positions` to `to`; the COPYUID of the copy, `None` when the
+    /// mailbox's quota has no room for them (checked chunk by chunk, as each is written).
     async fn copy_to(
         &mut self,
         positions: &[usize],
         to: Folder,
-    ) -> crate::store::Result<Option<Code<'static>>> {
-        let Some(view) = self.view.as_ref() else { return Ok(None) };
+    ) -> crate::store::Result<Option<Option<Code<'static>>>> {
+        let Some(view) = self.view.as_ref() else { return Ok(Some(None)) };
+        let quota = self.deps.quota_bytes;
         let mut pairs = Vec::new();
         let mut validity = 0;
         // A copy into Junk (clients without MOVE copy, then expunge) teaches as a move does;
@@ -310,23 +315,27 @@ impl Session {
                 .collect();
             let now = crate::ids::now_ms();
             let m = view.mailbox.clone();
-            let (v, done) = self
+            let written = self
                 .deps
                 .store
                 .write(move |w| -> crate::store::Result<_> {
+                    if !w.has_room(&m, copies.iter().map(|c| c.1.summary.size).sum(), quota)? {
+                        return Ok(None);
+                    }
                     let validity = w.imap_open(&m, to, now)?.uid_validity;
                     let mut done = Vec::with_capacity(copies.len());
                     for (uid, email, raw, flags) in &copies {
                         done.push((*uid, w.imap_append(email, raw, flags.clone(), now)?));
                     }
-                    Ok((validity, done))
+                    Ok(Some((validity, done)))
                 })
                 .await?;
+            let Some((v, done)) = written else { return Ok(None) };
             validity = v;
             pairs.extend(done);
         }
         learn::moved(&self.deps.store, &self.deps.junk, &lessons, view.folder, to).await;
-        Ok(copy_uid(validity, &pairs))
+        Ok(Some(copy_uid(validity, &pairs)))
     }
 
     pub(super) async fn append(
@@ -344,7 +353,11 @@ impl Session {
         };
         let raw = match message {
             LiteralOrLiteral8::Literal(l) => l.data().to_vec(),
-            LiteralOrLiteral8::Literal8(l) => l.data.to_vec(),
+            // A part holding NUL is stored in base64 (RFC 3516 4.4 lets the server).
+            LiteralOrLiteral8::Literal8(l) => {
+                let data = l.data.into_owned();
+                super::binary::storable(&data).unwrap_or(data)
+            }
         };
         let now = crate::ids::now_ms();
         let at = date.map_or(now, |d| d.as_ref().timestamp_millis().max(0) as u64);
@@ -382,7 +395,7 @@ impl Session {
             .await;
         let (uid, validity) = match appended {
             Ok(Some(done)) => done,
-            Ok(None) => return no(tag, "[OVERQUOTA] the mailbox is full"),
+            Ok(None) => return over_quota(tag),
             Err(e) => return failed(tag, &e),
         };
         if self.view.as_ref().is_some_and(|v| v.folder == to) {

@@ -37,6 +37,7 @@ mod idempotency;
 mod idle_connections;
 mod imap;
 mod imap_conformance;
+mod imap_extensions;
 mod imap_folders;
 mod imap_login_cache;
 mod imap_news;

@@ -23,6 +23,12 @@ pub struct Inbound {
     pub dnsbl: Vec<String>,
     /// How long all lists together may take for one client.
     pub dnsbl_timeout: Duration,
+    /// Greylisting (RFC 6647): a new (client network, sender, recipient) is answered 451 until
+    /// it retries at least `greylist_delay` later. Off by default: it delays first mail.
+    pub greylisting: bool,
+    pub greylist_delay: Duration,
+    /// How long a triplet is remembered after its last attempt or pass.
+    pub greylist_keep: Duration,
 }
 
 /// The lists asked by default: the two widely used free ones for small servers. Spamhaus
@@ -36,6 +42,9 @@ impl Default for Inbound {
             arc_trusted: Vec::new(),
             dnsbl: DEFAULT_DNSBL.map(str::to_owned).to_vec(),
             dnsbl_timeout: Duration::from_secs(2),
+            greylisting: false,
+            greylist_delay: Duration::from_secs(5 * 60),
+            greylist_keep: Duration::from_secs(36 * 24 * 3600),
         }
     }
 }

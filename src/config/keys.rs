@@ -336,6 +336,18 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
             .collect::<Result<_, _>>()?;
         Ok(())
     }),
+    ("inbound.greylisting", |c, v| {
+        c.inbound.greylisting = parse_bool(v)?;
+        Ok(())
+    }),
+    ("inbound.greylist_delay", |c, v| {
+        c.inbound.greylist_delay = parse_duration(v)?;
+        Ok(())
+    }),
+    ("inbound.greylist_keep", |c, v| {
+        c.inbound.greylist_keep = parse_duration(v)?;
+        Ok(())
+    }),
     ("inbound.dnsbl_timeout", |c, v| {
         c.inbound.dnsbl_timeout = parse_duration(v)?;
         Ok(())

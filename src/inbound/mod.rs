@@ -12,6 +12,7 @@ mod dmarc;
 mod dnsbl;
 mod dsn_to_sender;
 mod filter;
+mod greylist;
 mod inspect;
 pub mod learn;
 mod local;
@@ -191,6 +192,11 @@ impl Receiver {
     pub async fn accept(&self, envelope: Envelope, raw: Vec<u8>) -> Result<Accepted> {
         let id = new_id("em");
         let now = now_ms();
+        let (ip, from, to) = (envelope.ip, envelope.from.as_str(), &envelope.recipients);
+        if !greylist::passes(&self.store, &self.inbound, ip, from, to, now).await? {
+            tracing::info!(%ip, from = %envelope.from, "message greylisted");
+            return Ok(Accepted::Refused(greylist::GREYLISTED));
+        }
         let (full, verdict, trace) = self.stamp(&envelope, raw, &id, now).await;
         let from_domain = verdict.from_domain.clone();
         let ours =

@@ -33,6 +33,7 @@
 //! - `idempotency`  Idempotency-Key records of API requests, and their expiry
 //! - `secrets`      secrets made on first start
 //! - `trained`      what each received message taught the junk classifier
+//! - `greylist`     greylisting's triplets of client network, sender and recipient
 //! - `junk`         the junk classifier's token counts and totals, per scope
 //! - `stats`        per-domain, per-day counters
 //! - `emails`       stored messages and the folder index
@@ -66,6 +67,7 @@ mod events;
 mod file;
 mod folder;
 mod folders;
+mod greylist;
 mod groups;
 mod idempotency;
 mod imap;
@@ -121,6 +123,7 @@ pub use error::{Error, JobError, Result};
 pub use events::EventType;
 pub use file::Options;
 pub use folders::{DELIMITER, Discard, FolderEntry, MAX_NAME, check_name, system_named};
+pub use greylist::Greylisting;
 pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
 pub use imap::{ImapEntry, ImapFolder, ImapMeta};

@@ -180,3 +180,7 @@ pub const JUNK_TOKENS: TableDefinition<(&str, u64), u64> = TableDefinition::new(
 /// scope -> `JunkTotals` (JSON): messages trained as spam and as ham, and a generation that
 /// every training bumps, so a node notices another node's training with one read.
 pub const JUNK_TOTALS: TableDefinition<&str, &[u8]> = TableDefinition::new("junk_totals");
+/// (client network, envelope sender, recipient) -> `first_seen << 1 | passed` (ms): greylisting's
+/// triplets (RFC 6647). The network is the client's /24 (IPv4) or /64 (IPv6), since senders
+/// retry from other addresses of their pool.
+pub const GREYLIST: TableDefinition<(&str, &str, &str), u64> = TableDefinition::new("greylist");

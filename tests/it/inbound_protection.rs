@@ -218,3 +218,26 @@ m.logout()
     );
     find(&f, "inbox", "offer 8");
 }
+
+#[test]
+fn greylisting_answers_a_new_triplet_451_until_it_retries_after_the_delay() {
+    let f = Fixture::start_with(&[
+        ("EDGEMAIL_INBOUND_GREYLISTING", "true"),
+        ("EDGEMAIL_INBOUND_GREYLIST_DELAY", "1s"),
+    ]);
+    let first = message("Ann <ann@example.org>", "greylisted", "Hello.");
+    let answer = send(&f, "ann@example.org", &first);
+    assert!(answer.starts_with("451 4.7.1"), "a new triplet waits: {answer}");
+    let again = send(&f, "ann@example.org", &first);
+    assert!(again.starts_with("451 4.7.1"), "a retry before the delay waits too: {again}");
+    assert!(f.listed("inbox").is_empty(), "nothing was stored");
+    std::thread::sleep(Duration::from_millis(1_200));
+    let retried = send(&f, "ann@example.org", &first);
+    assert!(retried.starts_with("250"), "a retry after the delay passes: {retried}");
+    find(&f, "inbox", "greylisted");
+    // The triplet is known now: the sender's next message passes at once; another sender waits.
+    let next = send(&f, "ann@example.org", &message("Ann <ann@example.org>", "second", "Hi."));
+    assert!(next.starts_with("250"), "{next}");
+    let stranger = send(&f, "bob@example.net", &message("Bob <bob@example.net>", "bob", "Hi."));
+    assert!(stranger.starts_with("451 4.7.1"), "{stranger}");
+}

@@ -11,6 +11,7 @@ mod disposition;
 mod dmarc;
 mod dnsbl;
 mod dsn_to_sender;
+mod filing;
 mod filter;
 mod greylist;
 mod inspect;
@@ -18,6 +19,7 @@ pub mod learn;
 mod local;
 mod recipient;
 pub mod report;
+mod reports;
 mod trace;
 
 use std::future::Future;
@@ -31,15 +33,17 @@ use crate::config::Inbound;
 use crate::dns::Dns;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
-use crate::store::{Email, Prepared, Spam, Store, Wtx};
+use crate::store::{Email, Prepared, Store, Wtx};
 use crate::tracking::Tokens;
 use auth::Verdict;
 pub use disposition::DMARC_REFUSED;
 use disposition::{Disposition, disposition};
-use filter::{Filed, Filter};
+use filing::groups;
+use filter::Filter;
 pub use inspect::{Inspected, inspect};
 pub use recipient::MAILBOX_FULL;
 use recipient::room_in_any;
+use reports::Reports;
 
 /// The envelope of a received message.
 pub struct Envelope {
@@ -265,50 +269,6 @@ impl Receiver {
         Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
     }
 
-    /// The spam filter's decision for each copy, in the order of `copies`.
-    async fn filed(
-        &self,
-        envelope: &Envelope,
-        verdict: &Verdict,
-        full: &[u8],
-        copies: &[(String, String)],
-        parents: &[String],
-        forced: Option<String>,
-    ) -> Result<Vec<Filed>> {
-        if copies.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (asked, mailboxes) = (parents.to_vec(), copies.to_vec());
-        let (answers, settings) = self
-            .store
-            .read(move |r| {
-                let mut answers = false;
-                for parent in &asked {
-                    answers |= r.email_for_message_id(parent)?.is_some();
-                }
-                let mut settings = Vec::with_capacity(mailboxes.len());
-                for (_, mailbox) in &mailboxes {
-                    let (local, domain) =
-                        mailbox.rsplit_once('@').unwrap_or((mailbox.as_str(), ""));
-                    let found = r.mailbox(domain, local)?;
-                    settings.push(found.and_then(|m| m.spam_filter).unwrap_or_default());
-                }
-                Ok::<_, Error>((answers, settings))
-            })
-            .await?;
-        let evidence = self.filter.evidence(&self.dns, envelope.ip, verdict, answers).await;
-        let mut filed = Vec::with_capacity(copies.len());
-        for ((_, mailbox), settings) in copies.iter().zip(settings) {
-            let found = self
-                .filter
-                .judge(&self.store, mailbox, settings, full, &evidence, forced.as_deref())
-                .await?;
-            filed.push(found);
-        }
-        Ok(filed)
-    }
-
-    /// The message with our Received and Authentication-Results headers on top, what
     /// authentication proved, and the length of those two headers.
     async fn stamp(
         &self,
@@ -444,46 +404,6 @@ fn reply_link(
     Ok(reply_of)
 }
 
-/// Copies filed alike: one folder, one finding, one stored message (with its own
-/// `X-Spam-Status` header) shared by them.
-#[derive(Clone)]
-struct Group {
-    template: Email,
-    copies: Vec<(String, String)>,
-    raw: Vec<u8>,
-    prepared: Prepared,
-}
-
-/// `full` is the message and the length of our trace headers on top: each copy's
-/// `X-Spam-Status` goes right below them.
-fn groups(
-    template: &Email,
-    copies: &[(String, String)],
-    filed: Vec<Filed>,
-    (full, trace): (&[u8], usize),
-) -> Vec<Group> {
-    let mut groups: Vec<(Filed, Vec<(String, String)>)> = Vec::new();
-    for (copy, f) in copies.iter().zip(filed) {
-        match groups.iter_mut().find(|(g, _)| g.header == f.header && g.folder == f.folder) {
-            Some((_, members)) => members.push(copy.clone()),
-            None => groups.push((f, vec![copy.clone()])),
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(f, copies)| {
-            let mut template = template.clone();
-            template.summary.folder = f.folder;
-            template.spam = f.spam.map(|s| Spam { trained: None, ..s });
-            let (ours, theirs) = full.split_at(trace.min(full.len()));
-            let raw = [ours, f.header.as_bytes(), theirs].concat();
-            template.summary.size = raw.len() as u64;
-            let prepared = Prepared::of(&raw, copies.len());
-            Group { template, copies, raw, prepared }
-        })
-        .collect()
-}
-
 /// A number from 0 to 99 for DMARC's `pct` sample.
 fn roll() -> u8 {
     (rand::random::<u32>() % 100) as u8
@@ -494,89 +414,6 @@ fn bare_address(from: &str) -> &str {
     match (from.rfind('<'), from.rfind('>')) {
         (Some(open), Some(close)) if open < close => &from[open + 1..close],
         _ => from.trim(),
-    }
-}
-
-/// What a received message reports about mail we sent, already screened for trust.
-#[derive(Clone)]
-struct Reports {
-    bounce_ids: Vec<(String, usize)>,
-    referenced: Vec<String>,
-    failures: Vec<report::Failure>,
-    complaint: Option<String>,
-    unsubscribe: Option<Vec<String>>,
-    verdict: Verdict,
-    /// The report authenticated as one of `smtp.feedback_senders`.
-    feedback_sender: bool,
-}
-
-/// Which recipients of a message a report may speak for.
-enum Scope {
-    /// Named by a verified bounce address: that recipient alone.
-    Recipient(usize),
-    /// Named by Message-ID, which every recipient has seen.
-    Referenced,
-}
-
-impl Reports {
-    /// Acts on the reports inside the write that stores the message. Bounces and complaints
-    /// touch only addresses that were recipients of the message they name.
-    fn apply(self, w: &mut Wtx<'_>, now: u64) -> Result<()> {
-        let mut targets: Vec<(String, Scope)> =
-            self.bounce_ids.iter().map(|(id, n)| (id.clone(), Scope::Recipient(*n))).collect();
-        for mid in &self.referenced {
-            if let Some(found) = w.email_for_message_id(mid)? {
-                targets.push((found, Scope::Referenced));
-            }
-        }
-        for (target, scope) in &targets {
-            let Some(email) = w.email_in_write(target)? else { continue };
-            for failure in &self.failures {
-                if self.speaks_for(&email, scope, &failure.recipient, false) {
-                    w.record_bounce(target, &failure.recipient, &failure.reason, now)?;
-                    tracing::info!(
-                        target: "edgemail::delivery",
-                        event = "bounce",
-                        source = "dsn",
-                        email_id = %target,
-                        recipient = %failure.recipient,
-                        smtp_response = %failure.reason,
-                        "late bounce"
-                    );
-                }
-            }
-            if let Some(recipient) = &self.complaint
-                && self.speaks_for(&email, scope, recipient, true)
-            {
-                w.record_complaint(target, recipient, now)?;
-            }
-        }
-        if let Some(fields) = &self.unsubscribe
-            && let [id, recipient, ..] = fields.as_slice()
-        {
-            w.record_unsubscribe(id, recipient, "mailto", now)?;
-        }
-        Ok(())
-    }
-
-    /// Whether the report may act for `recipient` of `email`. Through a bounce address, only
-    /// for the recipient it was issued for. Through a Message-ID (known to every recipient) a
-    /// report about a one-recipient message may; for a message with several, only a report
-    /// authenticated by the recipient's own domain (or, for complaints, a configured feedback
-    /// loop), so one recipient cannot have the others suppressed.
-    fn speaks_for(&self, email: &Email, scope: &Scope, recipient: &str, complaint: bool) -> bool {
-        match scope {
-            Scope::Recipient(n) => email
-                .deliveries
-                .get(*n)
-                .is_some_and(|d| d.recipient.eq_ignore_ascii_case(recipient)),
-            Scope::Referenced if email.deliveries.len() <= 1 => true,
-            Scope::Referenced => {
-                let domain = recipient.rsplit_once('@').map_or("", |(_, d)| d);
-                self.verdict.authenticated_by(&[domain.to_ascii_lowercase()])
-                    || (complaint && self.feedback_sender)
-            }
-        }
     }
 }
 

@@ -1,0 +1,94 @@
+//! Filing a message nobody claimed: each recipient mailbox's spam filter decides its folder and
+//! finding, and copies filed alike share one stored message with their `X-Spam-Status` header.
+
+use crate::error::{Error, Result};
+use crate::store::{Email, Prepared, Spam};
+
+use super::auth::Verdict;
+use super::filter::Filed;
+use super::{Envelope, Receiver};
+
+impl Receiver {
+    /// The spam filter's decision for each copy, in the order of `copies`.
+    pub(super) async fn filed(
+        &self,
+        envelope: &Envelope,
+        verdict: &Verdict,
+        full: &[u8],
+        copies: &[(String, String)],
+        parents: &[String],
+        forced: Option<String>,
+    ) -> Result<Vec<Filed>> {
+        if copies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (asked, mailboxes) = (parents.to_vec(), copies.to_vec());
+        let (answers, settings) = self
+            .store
+            .read(move |r| {
+                let mut answers = false;
+                for parent in &asked {
+                    answers |= r.email_for_message_id(parent)?.is_some();
+                }
+                let mut settings = Vec::with_capacity(mailboxes.len());
+                for (_, mailbox) in &mailboxes {
+                    let (local, domain) =
+                        mailbox.rsplit_once('@').unwrap_or((mailbox.as_str(), ""));
+                    let found = r.mailbox(domain, local)?;
+                    settings.push(found.and_then(|m| m.spam_filter).unwrap_or_default());
+                }
+                Ok::<_, Error>((answers, settings))
+            })
+            .await?;
+        let evidence = self.filter.evidence(&self.dns, envelope.ip, verdict, answers).await;
+        let mut filed = Vec::with_capacity(copies.len());
+        for ((_, mailbox), settings) in copies.iter().zip(settings) {
+            let found = self
+                .filter
+                .judge(&self.store, mailbox, settings, full, &evidence, forced.as_deref())
+                .await?;
+            filed.push(found);
+        }
+        Ok(filed)
+    }
+}
+
+/// Copies filed alike: one folder, one finding, one stored message (with its own
+/// `X-Spam-Status` header) shared by them.
+#[derive(Clone)]
+pub(super) struct Group {
+    pub template: Email,
+    pub copies: Vec<(String, String)>,
+    pub raw: Vec<u8>,
+    pub prepared: Prepared,
+}
+
+/// `full` is the message and the length of our trace headers on top: each copy's
+/// `X-Spam-Status` goes right below them.
+pub(super) fn groups(
+    template: &Email,
+    copies: &[(String, String)],
+    filed: Vec<Filed>,
+    (full, trace): (&[u8], usize),
+) -> Vec<Group> {
+    let mut groups: Vec<(Filed, Vec<(String, String)>)> = Vec::new();
+    for (copy, f) in copies.iter().zip(filed) {
+        match groups.iter_mut().find(|(g, _)| g.header == f.header && g.folder == f.folder) {
+            Some((_, members)) => members.push(copy.clone()),
+            None => groups.push((f, vec![copy.clone()])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(f, copies)| {
+            let mut template = template.clone();
+            template.summary.folder = f.folder;
+            template.spam = f.spam.map(|s| Spam { trained: None, ..s });
+            let (ours, theirs) = full.split_at(trace.min(full.len()));
+            let raw = [ours, f.header.as_bytes(), theirs].concat();
+            template.summary.size = raw.len() as u64;
+            let prepared = Prepared::of(&raw, copies.len());
+            Group { template, copies, raw, prepared }
+        })
+        .collect()
+}

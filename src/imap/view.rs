@@ -70,7 +70,13 @@ impl View {
     /// the folder that STATUS has no need of).
     pub async fn read_keywords(&mut self, store: &Store) -> crate::store::Result<()> {
         let (m, f) = (self.mailbox.clone(), self.folder);
-        self.keywords = store.read_long(move |r| r.imap_keywords(&m, f, MAX_KEYWORDS)).await?;
+        let found = store.read_long(move |r| r.imap_keywords(&m, f, MAX_KEYWORDS)).await?;
+        // The folder's own list first (keywords set once, even if no message has them now),
+        // then any a message carries from before the folder kept that list.
+        self.keywords.clear();
+        let kept = self.state.keywords.clone();
+        self.learn(&kept);
+        self.learn(&found);
         Ok(())
     }
 
@@ -132,7 +138,11 @@ impl View {
             let recent = self.uids.iter().filter(|u| self.is_recent(**u)).count();
             out.push(Data::Recent(recent as u32));
         }
-        let mut new = false;
+        // The folder's keyword list, not only the flags of the changed messages: a keyword
+        // set and cleared again since the last look is still one the folder has had, and
+        // every session lists the same (imaptest's checkpoints compare them).
+        let kept = self.state.keywords.clone();
+        let mut new = self.learn(&kept);
         for e in &entries {
             new |= self.learn(&e.meta.flags);
         }

@@ -15,8 +15,12 @@ use super::{Rtx, Wtx, decode, encode, get_json};
 /// client away for weeks of ordinary mail, bounded for a folder churned by a script.
 pub const VANISHED_KEPT: u64 = 50_000;
 
+/// How many keywords a folder remembers (RFC 3501 lets a server bound them; Dovecot's
+/// default is about as many).
+pub const FOLDER_KEYWORDS: usize = 256;
+
 /// A folder's UID bookkeeping.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ImapFolder {
     pub uid_validity: u32,
@@ -29,6 +33,23 @@ pub struct ImapFolder {
     /// the next session that selects the folder (RFC 3501).
     #[serde(default)]
     pub seen_uid: u32,
+    /// Every keyword a message of the folder has carried, in the order first set: what FLAGS
+    /// lists. Kept with the folder, not gathered per session, so that all sessions list the
+    /// same keywords even when one was set and cleared between two looks of a session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+}
+
+impl ImapFolder {
+    /// Adds the keywords of `flags` the folder has not carried yet (up to `FOLDER_KEYWORDS`).
+    fn remember(&mut self, flags: &[String]) {
+        for k in flags.iter().filter(|f| !f.starts_with('\\')) {
+            let known = self.keywords.iter().any(|have| have.eq_ignore_ascii_case(k));
+            if !known && self.keywords.len() < FOLDER_KEYWORDS {
+                self.keywords.push(k.clone());
+            }
+        }
+    }
 }
 
 /// A message's place and flags.
@@ -77,11 +98,12 @@ impl Wtx<'_> {
         let uid = state.uid_next;
         state.uid_next += 1;
         state.changes += 1;
-        self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
         let mut metas = self.tx.open_table(IMAP_MESSAGES)?;
         let old = metas.get(s.id)?.map(|v| decode::<ImapMeta>(v.value())).transpose()?;
         let initial = || s.initial.iter().map(|f| (*f).to_owned()).collect();
-        let flags = old.map_or_else(initial, |m| m.flags);
+        let flags: Vec<String> = old.map_or_else(initial, |m| m.flags);
+        state.remember(&flags);
+        self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
         // An arrival is a change of the folder like a flag change: logged the same way, so
         // a resync reads one range for both.
         let meta = ImapMeta { uid, flags, internal: s.at, modseq: state.changes };
@@ -243,12 +265,12 @@ impl Wtx<'_> {
         let Some(mut meta) = get_json::<_, ImapMeta>(self, IMAP_MESSAGES, id)? else {
             return Ok(false);
         };
-        meta.flags = flags;
         let key = (mailbox, code);
         let state = get_json::<_, ImapFolder>(self, IMAP_FOLDERS, key)?;
         let here = self.tx.open_table(IMAP_UIDS)?.get((mailbox, code, meta.uid))?.is_some();
         if let Some(mut state) = state.filter(|_| here) {
             state.changes += 1;
+            state.remember(&flags);
             self.tx.open_table(IMAP_FOLDERS)?.insert(key, encode(&state)?.as_slice())?;
             let mut log = self.tx.open_table(IMAP_FLAG_LOG)?;
             if meta.modseq > 0 {
@@ -258,6 +280,7 @@ impl Wtx<'_> {
             meta.modseq = state.changes;
             self.imap_changed = true;
         }
+        meta.flags = flags;
         self.tx.open_table(IMAP_MESSAGES)?.insert(id, encode(&meta)?.as_slice())?;
         Ok(true)
     }

@@ -51,7 +51,8 @@ impl Wtx<'_> {
     ) -> Result<(ImapFolder, u32)> {
         let state = self.imap_open(mailbox, folder, now)?;
         if !claim {
-            return Ok((state, state.seen_uid));
+            let seen = state.seen_uid;
+            return Ok((state, seen));
         }
         let last = state.uid_next.saturating_sub(1);
         let before = self.imap_claim_recent(mailbox, folder.code(), last)?;
@@ -371,6 +372,33 @@ mod tests {
             .read_blocking(move |r| r.imap_vanished_of(m, Folder::Inbox.code(), 0))
             .expect("read"); // ok: test
         assert!(after.is_empty());
+        store.close();
+        drop(store);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_folder_keeps_every_keyword_set_in_it_even_once_cleared() {
+        let dir = std::env::temp_dir().join(format!("edgemail-keywords-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).expect("open"); // ok: test
+        let (m, at) = ("m@x.test", 1_800_000_000_000);
+        let raw = b"Subject: hi\r\n\r\nbody\r\n";
+        let arrived = vec!["$Arrived".to_owned(), "\\Seen".to_owned()];
+        store
+            .write_blocking(move |w| w.imap_append(&received("em_1", m, at), raw, arrived, at))
+            .expect("append"); // ok: test
+        store
+            .write_blocking(move |w| -> Result<()> {
+                let set = |flags: &[&str]| flags.iter().map(|f| (*f).to_owned()).collect();
+                w.imap_store_flags(m, Folder::Inbox, "em_1", set(&["$Label2", "$label2"]))?;
+                w.imap_store_flags(m, Folder::Inbox, "em_1", set(&["\\Flagged"]))?;
+                Ok(())
+            })
+            .expect("flags"); // ok: test
+        let state = store.read_blocking(move |r| r.imap_state(m, Folder::Inbox)).expect("state"); // ok: test
+        let kept = state.expect("state").keywords; // ok: test
+        assert_eq!(kept, ["$Arrived", "$Label2"], "once each, no system flags, none forgotten");
         store.close();
         drop(store);
         std::fs::remove_dir_all(&dir).ok();

@@ -31,6 +31,31 @@ fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
+/// Starts chromedriver on a free port.
+fn spawn_driver() -> (Child, SocketAddr) {
+    let port = free_port();
+    let driver = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn chromedriver");
+    (driver, format!("127.0.0.1:{port}").parse().expect("addr"))
+}
+
+/// A headless Chromium that records the browser console.
+fn capabilities() -> Value {
+    json!({"capabilities": {"alwaysMatch": {
+        "browserName": "chrome",
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--disable-gpu", "--no-first-run", "--window-size=1280,1000"]
+        },
+        "goog:loggingPrefs": {"browser": "ALL"}
+    }}})
+}
+
 impl Browser {
     /// Starts chromedriver on a free port and opens a headless Chromium session that records the
     /// browser console.
@@ -43,33 +68,30 @@ impl Browser {
             );
         }
         let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
-        let port = free_port();
-        let driver = Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn chromedriver");
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let (driver, addr) = spawn_driver();
         let mut browser = Browser { driver, addr, session: String::new(), _turn: turn };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !browser.ready() {
-            assert!(Instant::now() < deadline, "chromedriver did not become ready");
-            std::thread::sleep(Duration::from_millis(100));
+        // On a loaded machine a starting Chromium now and then makes chromedriver drop the
+        // new-session request without an answer; a fresh driver is tried then (the old one is
+        // killed, with it its browser), as a person would start the browser again.
+        let mut created = Value::Null;
+        for attempt in 0..3 {
+            if attempt > 0 {
+                let _ = browser.driver.kill();
+                let _ = browser.driver.wait();
+                (browser.driver, browser.addr) = spawn_driver();
+            }
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !browser.ready() {
+                assert!(Instant::now() < deadline, "chromedriver did not become ready");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            created = browser.call("POST", "/session", Some(capabilities()));
+            if let Some(id) = created["sessionId"].as_str() {
+                browser.session = id.to_owned();
+                return browser;
+            }
         }
-        let caps = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": "/usr/bin/chromium",
-                "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                         "--disable-gpu", "--no-first-run", "--window-size=1280,1000"]
-            },
-            "goog:loggingPrefs": {"browser": "ALL"}
-        }}});
-        let created = browser.call("POST", "/session", Some(caps));
-        browser.session =
-            created["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {created}")).into();
-        browser
+        panic!("no session after three drivers: {created}")
     }
 
     /// Whether chromedriver answers `/status` with ready; a driver still starting may accept a

@@ -30,6 +30,44 @@ echo "accepted $MESSAGES messages in ${ELAPSED} ms: $(( MESSAGES * 1000 / ELAPSE
 COUNT=$(curl -sf "http://$HTTP/v1/emails?mailbox=inbox&limit=1" -H "Authorization: Bearer $KEY" | grep -c '"id"' || true)
 echo "inbox non-empty: $COUNT; server warnings: $(grep -c -v -E '^(listening|ready)' "$DATA/server.log" || true)"
 
+# The spam filter's cost: real messages (the SpamAssassin development corpus, ham and spam, sent
+# by benches/smtp_blast.rs) into a mailbox with the filter on, its model trained on that corpus
+# (`edgemail train --global`, so it scores every message for real), and into one with the
+# filter off, in turn $FILTER_ROUNDS (3) times each, compared by their medians. FILTER=0 skips it.
+if [ "${FILTER:-1}" = 1 ]; then
+  CORPUS="${SPAM_CORPUS:-../shared/corpus/spamassassin-dev.tar.gz}"
+  [ -f "$CORPUS" ] || CORPUS=/work/shared/corpus/spamassassin-dev.tar.gz
+  mkdir -p "$DATA/corpus"
+  tar xzf "$CORPUS" -C "$DATA/corpus"
+  MAIL_DIR="$DATA/corpus/spamassassin-dev"
+  cargo build --release --quiet --example smtp-blast
+  BLAST=target/release/examples/smtp-blast
+  $BIN train --global --data "$DATA" --spam "$MAIL_DIR/spam" --ham "$MAIL_DIR/ham"
+  for box in filtered plain; do
+    curl -sf -o /dev/null -X POST "http://$HTTP/v1/mailboxes" -H "Authorization: Bearer $KEY" \
+      -H 'Content-Type: application/json' -d "{\"address\":\"$box\"}"
+  done
+  curl -sf -o /dev/null -X PATCH "http://$HTTP/v1/mailboxes/plain@bench.example" \
+    -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+    -d '{"spamFilter":{"enabled":false}}'
+  FILTER_MESSAGES=${FILTER_MESSAGES:-5000}
+  ON=""; OFF=""
+  for round in $(seq "${FILTER_ROUNDS:-3}"); do
+    for box in plain filtered; do
+      echo "== round $round: $FILTER_MESSAGES corpus messages to $box@bench.example"
+      OUT_LINE=$("$BLAST" "$SMTP" "$SESSIONS" "$FILTER_MESSAGES" bench@sender.test \
+        "$box@bench.example" "$MAIL_DIR/ham" "$MAIL_DIR/spam")
+      echo "$OUT_LINE"
+      RATE=$(echo "$OUT_LINE" | sed -n 's/.*: \([0-9]*\) messages\/s/\1/p')
+      if [ "$box" = plain ]; then OFF="$OFF $RATE"; else ON="$ON $RATE"; fi
+    done
+  done
+  med() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+  JUNKED=$(curl -sf "http://$HTTP/v1/mailboxes/filtered@bench.example/folders" \
+    -H "Authorization: Bearer $KEY" | tr '{' '\n' | sed -n 's/.*"name":"junk".*"total":\([0-9]*\).*/\1/p')
+  echo "filter on: $(echo "$ON" | med) messages/s (rounds$ON); filter off: $(echo "$OFF" | med) messages/s (rounds$OFF); filed as junk with the filter on: ${JUNKED:-?}"
+fi
+
 # Stops postfix and drops its queue and the benchmark mailbox's contents.
 postfix_stop_and_empty() {
   postfix stop >/dev/null 2>&1 || true

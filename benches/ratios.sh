@@ -12,6 +12,8 @@
 #   inbound    10 KB messages, 16 sessions, durable, against Debian's postfix under the same load
 #              (benches/inbound.sh with POSTFIX=1: it INSTALLS postfix and REWRITES this machine's
 #              postfix configuration; run on a throwaway machine, or set POSTFIX=0 to skip it)
+#   filter     real messages (the SpamAssassin development corpus) into a mailbox with the spam
+#              filter on, against one with it off, alternately (benches/inbound.sh)
 #   idle       RSS of a freshly started server
 #   fill       1 KB messages into one mailbox until it holds $MAILBOX_MESSAGES (16 sessions)
 #   memory     RSS after that fill;  file: the data file against the raw messages' size
@@ -93,6 +95,11 @@ if [ "$POSTFIX" = 1 ]; then
 else
   row "Inbound SMTP, 10 KB, 16 sessions, durable" "$INBOUND msg/s" "postfix not measured (POSTFIX=0)" "ratio >= 3" "no"
 fi
+
+FILTER_ON=$(sed -n 's/^filter on: \([0-9]*\) messages\/s.*/\1/p' "$OUT/inbound.txt")
+FILTER_OFF=$(sed -n 's/.*filter off: \([0-9]*\) messages\/s.*/\1/p' "$OUT/inbound.txt")
+RATIO=$(printf "%.2f" "$(echo "$FILTER_ON / $FILTER_OFF" | bc -l)")
+row "Inbound SMTP, corpus mail, spam filter on" "$FILTER_ON msg/s" "filter off $FILTER_OFF msg/s (ratio $RATIO)" "ratio >= 0.8" "$(meets "$RATIO" '>=' 0.8)"
 
 echo "== idle memory, the 1 KB fill, the mailbox listing"
 source benches/common.sh

@@ -160,6 +160,14 @@ pub fn domain_key(address: &str) -> String {
     ascii_domain(domain).unwrap_or_else(|_| domain.to_ascii_lowercase())
 }
 
+/// `addr` of `"Name" <addr>`, or the whole text trimmed when it has no angle brackets.
+pub fn bare(text: &str) -> &str {
+    match (text.rfind('<'), text.rfind('>')) {
+        (Some(open), Some(close)) if open < close => text[open + 1..close].trim(),
+        _ => text.trim(),
+    }
+}
+
 /// Whether `a` and `b` name the same mailbox as this server compares them: ASCII letters of
 /// the local part without regard to case (as mailboxes are stored), the domains in A-label
 /// form.

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::store::{Email, Prepared, Spam};
 
 use super::auth::Verdict;
-use super::filter::Filed;
+use super::filter::{Filed, Filter};
 use super::{Envelope, Receiver};
 
 impl Receiver {
@@ -17,12 +17,12 @@ impl Receiver {
         full: &[u8],
         copies: &[(String, String)],
         parents: &[String],
-        forced: Option<String>,
+        (sender, forced): (&str, Option<String>),
     ) -> Result<Vec<Filed>> {
         if copies.is_empty() {
             return Ok(Vec::new());
         }
-        let (asked, mailboxes) = (parents.to_vec(), copies.to_vec());
+        let (asked, mailboxes, from) = (parents.to_vec(), copies.to_vec(), sender.to_owned());
         let (answers, settings) = self
             .store
             .read(move |r| {
@@ -35,14 +35,17 @@ impl Receiver {
                     let (local, domain) =
                         mailbox.rsplit_once('@').unwrap_or((mailbox.as_str(), ""));
                     let found = r.mailbox(domain, local)?;
-                    settings.push(found.and_then(|m| m.spam_filter).unwrap_or_default());
+                    let history = r.sender_history(mailbox, &from)?;
+                    settings.push((found.and_then(|m| m.spam_filter).unwrap_or_default(), history));
                 }
                 Ok::<_, Error>((answers, settings))
             })
             .await?;
         let evidence = self.filter.evidence(&self.dns, envelope.ip, verdict, answers).await;
         let mut filed = Vec::with_capacity(copies.len());
-        for ((_, mailbox), settings) in copies.iter().zip(settings) {
+        for ((_, mailbox), (settings, history)) in copies.iter().zip(settings) {
+            let mut evidence = evidence.clone();
+            evidence.extend(Filter::history(sender, history, verdict.aligned()));
             let found = self
                 .filter
                 .judge(&self.store, mailbox, settings, full, &evidence, forced.as_deref())

@@ -1,8 +1,9 @@
 //! The spam filter of received mail, per recipient mailbox: the mailbox's classifier (over the
 //! global model it starts from) scores the message, with evidence that costs little to know:
 //! what SPF, DKIM and DMARC proved, the DNS blacklists that list the connecting client, and
-//! whether the message answers mail sent from here (a correspondent the mailbox wrote to is not
-//! a spammer: mox's reputation idea). Each copy gets a score, a verdict and the reasons, and an
+//! whether the message answers mail sent from here, and the mailbox's history with the sender
+//! (a correspondent the mailbox wrote to, or whose mail it kept, is not a spammer: mox's
+//! reputation idea). Each copy gets a score, a verdict and the reasons, and an
 //! `X-Spam-Status` header of its own; spam goes to Junk.
 
 use std::net::IpAddr;
@@ -11,7 +12,7 @@ use crate::config::Inbound;
 use crate::dns::Dns;
 use crate::error::Result;
 use crate::junk::{Models, Thresholds};
-use crate::store::{Folder, Spam, SpamFilter, Store};
+use crate::store::{Folder, SenderHistory, Spam, SpamFilter, Store};
 
 use super::auth::Verdict;
 use super::dnsbl::Blacklists;
@@ -24,6 +25,9 @@ const DKIM_FAIL: f64 = 1.0;
 const DMARC_FAIL: f64 = 2.0;
 const ALIGNED: f64 = -1.0;
 const ANSWERS_OUR_MAIL: f64 = -6.0;
+const WRITTEN_TO: f64 = -4.0;
+const KEPT_BEFORE: f64 = -3.0;
+const JUNKED_BEFORE: f64 = 3.0;
 
 /// The filter's handles and settings.
 pub struct Filter {
@@ -74,6 +78,37 @@ impl Filter {
         }
         if answers_our_mail {
             evidence.push(("answers mail sent from here".to_owned(), ANSWERS_OUR_MAIL));
+        }
+        evidence
+    }
+
+    /// The evidence of a mailbox's history with the message's sender (its From address). Only
+    /// an authenticated From (`aligned`) earns trust: anyone can write a correspondent's
+    /// address into From. Having junked the sender's mail counts either way.
+    pub fn history(
+        sender: &str,
+        history: Option<SenderHistory>,
+        aligned: bool,
+    ) -> Vec<(String, f64)> {
+        let Some(h) = history else { return Vec::new() };
+        let mut evidence = Vec::new();
+        if aligned && h.wrote > 0 {
+            evidence.push((
+                format!("the mailbox wrote to {sender} ({} messages)", h.wrote),
+                WRITTEN_TO,
+            ));
+        }
+        if aligned && h.ham > h.spam {
+            evidence.push((
+                format!("mail from {sender} kept before ({} messages)", h.ham),
+                KEPT_BEFORE,
+            ));
+        }
+        if h.spam > h.ham {
+            evidence.push((
+                format!("mail from {sender} junked before ({} messages)", h.spam),
+                JUNKED_BEFORE,
+            ));
         }
         evidence
     }

@@ -228,7 +228,9 @@ impl Receiver {
             }
         }
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
-        let filed = self.filed(&envelope, &verdict, &full, &copies, &parents, forced).await?;
+        let sender = crate::address::bare(&template.summary.from).to_owned();
+        let found = (sender.as_str(), forced);
+        let filed = self.filed(&envelope, &verdict, &full, &copies, &parents, found).await?;
         if !filed.is_empty() && filed.iter().all(|f| f.reject) {
             tracing::info!(from = %envelope.from, ip = %envelope.ip,
                 "message refused: spam past every recipient's reject threshold");
@@ -241,7 +243,6 @@ impl Receiver {
         drop(full);
         // Checked in the write that stores it, so concurrent sessions cannot all pass one check.
         let quota = (copies.len() == envelope.recipients.len()).then_some(self.quota_default);
-        let sender = bare_address(&template.summary.from).to_owned();
         let stored = self
             .store
             .write(move |w| -> Result<_> {
@@ -369,7 +370,7 @@ fn link_reply(
     copies: &[(String, String)],
     (raw, prepared): (&[u8], Prepared),
 ) -> Result<()> {
-    let sender = bare_address(&template.summary.from).to_owned();
+    let sender = crate::address::bare(&template.summary.from).to_owned();
     template.in_reply_to_id = reply_link(w, parents, &sender, copies)?;
     Ok(w.store_copies(template, copies, raw, Some(prepared))?)
 }
@@ -407,14 +408,6 @@ fn reply_link(
 /// A number from 0 to 99 for DMARC's `pct` sample.
 fn roll() -> u8 {
     (rand::random::<u32>() % 100) as u8
-}
-
-/// `addr` of `"Name" <addr>`, or the whole text when it has no angle brackets.
-fn bare_address(from: &str) -> &str {
-    match (from.rfind('<'), from.rfind('>')) {
-        (Some(open), Some(close)) if open < close => &from[open + 1..close],
-        _ => from.trim(),
-    }
 }
 
 fn sanitize(helo: &str) -> String {

@@ -263,6 +263,12 @@ impl Wtx<'_> {
         self.adjust_usage(&email.summary.mailbox, email.summary.size, 0)?;
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.insert(index_key(&email.summary), encode(&email.summary)?.as_slice())?;
+        drop(index);
+        // Mail the mailbox sends (not warmup's, in its hidden folder): its recipients become
+        // people it writes to, whose mail its spam filter trusts more.
+        if email.summary.folder == Folder::Outbox {
+            self.note_written(&email.summary.mailbox, &email.summary.to)?;
+        }
         self.imap_added(&place(&email.summary))
     }
 

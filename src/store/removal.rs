@@ -30,6 +30,7 @@ impl Wtx<'_> {
             self.forget_folders(&mailbox.address)?;
             self.remove_app_passwords(&mailbox.address)?;
             self.forget_junk(&mailbox.address)?;
+            self.forget_senders(&mailbox.address)?;
             removed.mailboxes += 1;
         }
         removed.contacts = self.remove_domain_contacts(name)?;
@@ -53,6 +54,7 @@ impl Wtx<'_> {
         self.forget_folders(&address)?;
         self.remove_app_passwords(&address)?;
         self.forget_junk(&address)?;
+        self.forget_senders(&address)?;
         self.remove_from_groups(domain, &address)?;
         self.remove_warmup(domain, local)?;
         Ok(())

@@ -184,3 +184,7 @@ pub const JUNK_TOTALS: TableDefinition<&str, &[u8]> = TableDefinition::new("junk
 /// triplets (RFC 6647). The network is the client's /24 (IPv4) or /64 (IPv6), since senders
 /// retry from other addresses of their pool.
 pub const GREYLIST: TableDefinition<(&str, &str, &str), u64> = TableDefinition::new("greylist");
+/// (mailbox, correspondent address lower-cased) -> JSON `SenderHistory`: how often the mailbox
+/// wrote to the address and how its user judged mail from it (`senders.rs`).
+pub const SENDER_HISTORY: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("sender_history");

@@ -21,6 +21,7 @@ impl Wtx<'_> {
         }
         email.spam = Some(finding);
         self.replace_email(&before, &email)?;
+        self.note_trained(&before.mailbox, &before.from, spam, was)?;
         Ok(was)
     }
 }

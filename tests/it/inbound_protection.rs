@@ -54,6 +54,19 @@ fn find(f: &Fixture, folder: &str, subject: &str) -> Value {
     );
 }
 
+/// The email with `subject` in the inbox or in Junk of sales@, once it is in one.
+fn find_anywhere(f: &Fixture, subject: &str) -> Value {
+    for _ in 0..200 {
+        for folder in ["inbox", "junk"] {
+            if let Some((id, _)) = f.listed(folder).into_iter().find(|(_, s)| s == subject) {
+                return f.world.api().get(&format!("/v1/emails/{id}")).expect(200).json();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("{subject:?} never arrived");
+}
+
 fn header<'a>(email: &'a Value, name: &str) -> &'a str {
     email["headers"]
         .as_array()
@@ -106,6 +119,9 @@ fn a_blacklisted_client_is_scored_and_a_junked_message_trains_the_next_one() {
     let f = Fixture::start_with(&[("EDGEMAIL_INBOUND_DNSBL", "dnsbl.test")]);
     // RFC 5782's test entry: 127.0.0.2 is listed, 127.0.0.1 never is.
     f.world.dns.add_a("2.0.0.127.dnsbl.test", Ipv4Addr::new(127, 0, 0, 2));
+    // Ann's and Bob's mail is authenticated (SPF from 127.0.0.1, aligned with From): what the
+    // mailbox's history with them may credit.
+    f.world.dns.add_txt("example.org", "v=spf1 ip4:127.0.0.1 -all");
     let listed = send_from(
         &f,
         Ipv4Addr::new(127, 0, 0, 2),
@@ -187,7 +203,28 @@ m.logout()
         send(&f, "ann@example.org", &message("Ann <ann@example.org>", "letter 9", letter))
             .starts_with("250")
     );
-    assert_eq!(find(&f, "inbox", "letter 9")["spam"]["verdict"], "ham");
+    let kept = find(&f, "inbox", "letter 9");
+    assert_eq!(kept["spam"]["verdict"], "ham");
+    let reasons = kept["spam"]["reasons"].to_string();
+    assert!(reasons.contains("mail from ann@example.org kept before (5 messages)"), "{kept}");
+
+    // A correspondent: the mailbox writes to Bob, and Bob's message (no reply to it, a new
+    // thread) is credited for it.
+    let to_bob = json!({"from": format!("sales@{A}"), "to": "bob@example.org",
+                        "subject": "Our call", "text": "Talk to you on Monday."});
+    f.world.api().post("/v1/send", to_bob).expect(200);
+    let note = message("Bob <bob@example.org>", "about the call", "Monday at ten works.");
+    assert!(send(&f, "bob@example.org", &note).starts_with("250"));
+    let bob = find(&f, "inbox", "about the call");
+    let reasons = bob["spam"]["reasons"].to_string();
+    assert!(reasons.contains("the mailbox wrote to bob@example.org (1 messages)"), "{bob}");
+    // The same From without authentication (SPF fails for another host) earns nothing.
+    let forged = message("Bob <bob@example.org>", "forged bob", "Monday at ten works.");
+    assert!(
+        send_from(&f, Ipv4Addr::new(127, 0, 0, 9), "bob@example.org", &forged).starts_with("250")
+    );
+    let forged = find_anywhere(&f, "forged bob");
+    assert!(!forged["spam"]["reasons"].to_string().contains("wrote to"), "{forged}");
 
     // not-junk moves it back and unlearns the spam lesson for ham.
     let id = email["id"].as_str().expect("id"); // ok: test

@@ -2,6 +2,7 @@
 //! finding, and copies filed alike share one stored message with their `X-Spam-Status` header.
 
 use crate::error::{Error, Result};
+use crate::junk::{Features, features_of};
 use crate::store::{Email, Prepared, Spam};
 
 use super::auth::Verdict;
@@ -14,7 +15,7 @@ impl Receiver {
         &self,
         envelope: &Envelope,
         verdict: &Verdict,
-        full: &[u8],
+        message: &mail_parser::Message<'_>,
         copies: &[(String, String)],
         parents: &[String],
         (sender, forced): (&str, Option<String>),
@@ -42,17 +43,42 @@ impl Receiver {
             })
             .await?;
         let evidence = self.filter.evidence(&self.dns, envelope.ip, verdict, answers).await;
+        // Made once for every mailbox, from the parse the message had anyway; only when some
+        // recipient's filter is on.
+        let features = settings.iter().any(|(s, _)| s.enabled).then(|| features(message));
         let mut filed = Vec::with_capacity(copies.len());
         for ((_, mailbox), (settings, history)) in copies.iter().zip(settings) {
             let mut evidence = evidence.clone();
             evidence.extend(Filter::history(sender, history, verdict.aligned()));
             let found = self
                 .filter
-                .judge(&self.store, mailbox, settings, full, &evidence, forced.as_deref())
+                .judge(
+                    &self.store,
+                    mailbox,
+                    settings,
+                    features.as_ref(),
+                    &evidence,
+                    forced.as_deref(),
+                )
                 .await?;
             filed.push(found);
         }
         Ok(filed)
+    }
+}
+
+/// Messages up to this size are tokenized where the session runs (about 0.1 ms for a typical
+/// one); a larger one may take milliseconds, during which the runtime moves other sessions off
+/// this thread.
+const INLINE_LIMIT: usize = 128 * 1024;
+
+fn features(message: &mail_parser::Message<'_>) -> Features {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if message.raw_message.len() > INLINE_LIMIT && multi {
+        tokio::task::block_in_place(|| features_of(message))
+    } else {
+        features_of(message)
     }
 }
 

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use crate::config::Inbound;
 use crate::dns::Dns;
 use crate::error::Result;
-use crate::junk::{Models, Thresholds};
+use crate::junk::{Features, Models, Thresholds};
 use crate::store::{Folder, SenderHistory, Spam, SpamFilter, Store};
 
 use super::auth::Verdict;
@@ -113,18 +113,19 @@ impl Filter {
         evidence
     }
 
-    /// The verdict for `mailbox` under its `settings`; `forced`: a reason DMARC already sent the
+    /// The verdict for `mailbox` under its `settings`, on the message's `features` (`None`
+    /// when no recipient's filter is on, so they were not made); `forced`: a reason DMARC already sent the
     /// message to Junk.
     pub async fn judge(
         &self,
         store: &Store,
         mailbox: &str,
         settings: SpamFilter,
-        raw: &[u8],
+        features: Option<&Features>,
         evidence: &[(String, f64)],
         forced: Option<&str>,
     ) -> Result<Filed> {
-        if !settings.enabled {
+        let Some(features) = features.filter(|_| settings.enabled) else {
             let header = match forced {
                 Some(why) => format!("X-Spam-Status: Yes, {}\r\n", printable(why)),
                 None => "X-Spam-Status: No, filter off for this mailbox\r\n".to_owned(),
@@ -137,9 +138,9 @@ impl Filter {
                 trained: None,
             });
             return Ok(Filed { folder, spam, header, reject: false });
-        }
+        };
         let t = Thresholds { junk: settings.junk_threshold, reject: settings.reject_threshold };
-        let found = self.models.classify(store, mailbox, raw, evidence, &t).await?;
+        let found = self.models.classify_features(store, mailbox, features, evidence, &t).await?;
         let mut reasons = found.reasons.clone();
         if let Some(why) = forced {
             reasons.insert(0, why.to_owned());

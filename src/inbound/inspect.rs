@@ -26,14 +26,19 @@ pub struct Inspected {
 pub fn inspect(raw: &[u8], now: u64) -> Option<Inspected> {
     let bounded = crate::mime::bound(raw);
     let message = bounded.parse()?;
-    Some(Inspected {
-        email: parse_email(&message, raw.len() as u64, now),
-        failures: report::dsn_failures(&message),
-        complaint: report::complaint(&message),
-        referenced: report::referenced_message_ids(&message),
-        unsubscribe_token: unsubscribe_token(&message),
-        parents: references(&message),
-    })
+    Some(inspect_parsed(&message, raw.len() as u64, now))
+}
+
+/// `inspect` of a message the caller parsed (within `crate::mime`'s bounds) of `size` bytes.
+pub fn inspect_parsed(message: &Message<'_>, size: u64, now: u64) -> Inspected {
+    Inspected {
+        email: parse_email(message, size, now),
+        failures: report::dsn_failures(message),
+        complaint: report::complaint(message),
+        referenced: report::referenced_message_ids(message),
+        unsubscribe_token: unsubscribe_token(message),
+        parents: references(message),
+    }
 }
 
 /// The email as stored for a mailbox (the mailbox and id are filled in per copy).

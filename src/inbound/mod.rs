@@ -214,7 +214,10 @@ impl Receiver {
             Disposition::Junk(why) => Some(why),
             Disposition::Deliver => None,
         };
-        let seen = inspect(&full, now).ok_or_else(|| Error::invalid("unparseable message", ""))?;
+        // Parsed once, for what the message is and for what the spam filter makes of it.
+        let bounded = crate::mime::bound(&full);
+        let message = bounded.parse().ok_or_else(|| Error::invalid("unparseable message", ""))?;
+        let seen = inspect::inspect_parsed(&message, full.len() as u64, now);
         let arrival = Arrival {
             recipients: &envelope.recipients,
             seen: &seen,
@@ -230,7 +233,9 @@ impl Receiver {
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
         let sender = crate::address::bare(&template.summary.from).to_owned();
         let found = (sender.as_str(), forced);
-        let filed = self.filed(&envelope, &verdict, &full, &copies, &parents, found).await?;
+        let filed = self.filed(&envelope, &verdict, &message, &copies, &parents, found).await?;
+        drop(message);
+        drop(bounded);
         if !filed.is_empty() && filed.iter().all(|f| f.reject) {
             tracing::info!(from = %envelope.from, ip = %envelope.ip,
                 "message refused: spam past every recipient's reject threshold");

@@ -13,6 +13,6 @@ mod verdict;
 pub use hash::token_hash;
 pub use model::{Counts, Model, Score};
 pub use models::Models;
-pub use tokens::{Features, features};
+pub use tokens::{Features, features, features_of};
 pub use train::{Trained, train_dirs};
 pub use verdict::{DEFAULT_JUNK, Thresholds, Verdict, bayes_points, verdict};

@@ -50,6 +50,26 @@ impl Models {
         evidence: &[(String, f64)],
         t: &Thresholds,
     ) -> Result<Verdict> {
+        let found = if raw.len() <= INLINE_LIMIT {
+            features(raw)
+        } else {
+            let raw = raw.to_vec();
+            tokio::task::spawn_blocking(move || features(&raw))
+                .await
+                .map_err(crate::store::Error::Task)?
+        };
+        self.classify_features(store, mailbox, &found, evidence, t).await
+    }
+
+    /// `classify` of a message whose features the caller made (`tokens::features_of`).
+    pub async fn classify_features(
+        &self,
+        store: &Store,
+        mailbox: &str,
+        found: &Features,
+        evidence: &[(String, f64)],
+        t: &Thresholds,
+    ) -> Result<Verdict> {
         let scopes = (GLOBAL.to_owned(), mailbox.to_owned());
         let (global_totals, own_totals) = store
             .read(move |r| {
@@ -61,15 +81,7 @@ impl Models {
             GLOBAL => None,
             _ => Some(self.current(store, mailbox, own_totals).await?),
         };
-        let score = if raw.len() <= INLINE_LIMIT {
-            score(&global, own.as_deref(), &features(raw))
-        } else {
-            let raw = raw.to_vec();
-            tokio::task::spawn_blocking(move || score(&global, own.as_deref(), &features(&raw)))
-                .await
-                .map_err(crate::store::Error::Task)?
-        };
-        Ok(verdict(&score, evidence, t))
+        Ok(verdict(&score(&global, own.as_deref(), found), evidence, t))
     }
 
     /// Trains `raw` as spam or ham in `scope` (a mailbox, or `None` for the global model).

@@ -57,16 +57,24 @@ impl Features {
 /// The features of a raw RFC 5322 message. Never fails: bytes that do not parse still give the
 /// fact that they did not.
 pub fn features(raw: &[u8]) -> Features {
-    let mut out = Builder::default();
     let raw = &raw[..cut(raw)];
     let bounded = crate::mime::bound(raw);
     match bounded.parse() {
-        Some(message) => {
-            headers(&message, &mut out);
-            bodies(&message, &mut out);
+        Some(message) => features_of(&message),
+        None => {
+            let mut out = Builder::default();
+            out.add("h:", "unparsable");
+            out.finish()
         }
-        None => out.add("h:", "unparsable"),
     }
+}
+
+/// The features of a message already parsed (within `crate::mime`'s bounds) by the caller:
+/// received mail is parsed once for what it is and what the filter makes of it.
+pub fn features_of(message: &mail_parser::Message<'_>) -> Features {
+    let mut out = Builder::default();
+    headers(message, &mut out);
+    bodies(message, &mut out);
     out.finish()
 }
 

@@ -7,11 +7,9 @@
 //! `mime::bound` has made deep nesting opaque), at most [`MAX_PARTS`] parts are read, at most
 //! [`MAX_TEXT`] bytes of each part's decoded text, at most [`MAX_HEADERS`] header fields.
 
-use std::collections::HashMap;
-
 use mail_parser::{Address, Message, MessagePart, MimeHeaders, PartType};
 
-use super::hash::token_hash;
+use super::hash::{TokenMap, token_hash};
 
 /// Bytes of a message that are parsed: text worth reading comes first, and a large attachment
 /// beyond it would cost parse time for nothing.
@@ -36,13 +34,17 @@ const MAX_WORD: usize = 30;
 #[derive(Debug, Default, Clone)]
 pub struct Features {
     pub hashes: Vec<u64>,
-    names: HashMap<u64, String>,
+    /// Where in `text` each token's text is (start, end).
+    spans: TokenMap<(u32, u32)>,
+    /// The texts of all tokens, one after the other: one allocation, not one per token.
+    text: String,
 }
 
 impl Features {
     /// The text a token hash was made from, when it is one of this message's.
     pub fn name(&self, hash: u64) -> Option<&str> {
-        self.names.get(&hash).map(String::as_str)
+        let &(start, end) = self.spans.get(&hash)?;
+        self.text.get(start as usize..end as usize)
     }
 
     pub fn len(&self) -> usize {
@@ -87,10 +89,24 @@ fn cut(raw: &[u8]) -> usize {
 }
 
 /// Collects distinct tokens; the text of each is kept once.
-#[derive(Default)]
 struct Builder {
-    names: HashMap<u64, String>,
+    spans: TokenMap<(u32, u32)>,
+    text: String,
     scratch: String,
+    lower: String,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        // Sized for a typical message's few hundred distinct tokens, so that the map seldom
+        // grows while it fills.
+        Builder {
+            spans: TokenMap::with_capacity_and_hasher(512, Default::default()),
+            text: String::with_capacity(8 * 1024),
+            scratch: String::new(),
+            lower: String::new(),
+        }
+    }
 }
 
 impl Builder {
@@ -99,7 +115,12 @@ impl Builder {
         self.scratch.push_str(prefix);
         self.scratch.push_str(text);
         let hash = token_hash(self.scratch.as_bytes());
-        self.names.entry(hash).or_insert_with(|| self.scratch.clone());
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.spans.entry(hash) {
+            // The text is bounded (`MAX_TEXT` per part, `MAX_PARTS` parts), far below 4 GiB.
+            let start = self.text.len() as u32;
+            self.text.push_str(&self.scratch);
+            slot.insert((start, self.text.len() as u32));
+        }
     }
 
     /// Adds the words of `text` (already lower-cased or not) under `prefix`.
@@ -115,8 +136,24 @@ impl Builder {
         if word.is_empty() {
             return;
         }
-        let lower = word.to_lowercase();
-        if let Some(host) = url_host(&lower) {
+        // Lower-cased into a buffer the builder keeps: a word is the most frequent thing made
+        // here, and an allocation per word was a tenth of the tokenizing time.
+        let mut lower = std::mem::take(&mut self.lower);
+        lower.clear();
+        if word.is_ascii() {
+            lower.push_str(word);
+            lower.make_ascii_lowercase();
+        } else {
+            lower.extend(word.chars().flat_map(char::to_lowercase));
+        }
+        self.lowered(prefix, &lower);
+        self.lower = lower;
+    }
+
+    fn lowered(&mut self, prefix: &str, lower: &str) {
+        if (lower.contains(':') || lower.starts_with("www."))
+            && let Some(host) = url_host(lower)
+        {
             self.host("url:", host);
             return;
         }
@@ -126,13 +163,13 @@ impl Builder {
             self.add("email:", domain);
             return;
         }
-        let chars = lower.chars().count();
+        let chars = if lower.is_ascii() { lower.len() } else { lower.chars().count() };
         if chars > MAX_WORD {
             // SpamBayes' "skip" tokens: the first character and the length class.
             let first = lower.chars().next().unwrap_or('?');
             self.add("skip:", &format!("{first}{}", chars / 10 * 10));
         } else if chars >= MIN_WORD {
-            self.add(prefix, &lower);
+            self.add(prefix, lower);
         }
     }
 
@@ -153,9 +190,9 @@ impl Builder {
     }
 
     fn finish(self) -> Features {
-        let mut hashes: Vec<u64> = self.names.keys().copied().collect();
+        let mut hashes: Vec<u64> = self.spans.keys().copied().collect();
         hashes.sort_unstable();
-        Features { hashes, names: self.names }
+        Features { hashes, spans: self.spans, text: self.text }
     }
 }
 

@@ -1,7 +1,9 @@
 //! Inbound protection through the real MX: DMARC enforced (reject refused, quarantine and a
 //! `pct` sampled-out reject to Junk, spoofs of our own domain refused), a client listed by a
-//! DNS blacklist (on the local DNS) scored, and the per-mailbox classifier learning from a move
-//! into Junk over IMAP and from `not-junk`.
+//! DNS blacklist (on the local DNS) scored, the per-mailbox classifier learning from a move
+//! into Junk over IMAP and from `not-junk`, the mailbox's history with a sender credited only
+//! when the sender authenticated, and an ARC chain from a trusted sealer overriding a DMARC
+//! failure.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -277,4 +279,56 @@ fn greylisting_answers_a_new_triplet_451_until_it_retries_after_the_delay() {
     assert!(next.starts_with("250"), "{next}");
     let stranger = send(&f, "bob@example.net", &message("Bob <bob@example.net>", "bob", "Hi."));
     assert!(stranger.starts_with("451 4.7.1"), "{stranger}");
+}
+
+/// `message` with an ARC set (RFC 8617, instance 1) sealed for `sealer` with `key`, as a
+/// mailing list or forwarder adds before passing mail on.
+fn arc_sealed(message: &str, sealer: &str, key: mail_auth::common::crypto::Ed25519Key) -> String {
+    use mail_auth::common::headers::HeaderWriter;
+    use mail_auth::{ArcOutput, AuthenticatedMessage, AuthenticationResults, arc::ArcSealer};
+    let parsed = AuthenticatedMessage::parse(message.as_bytes()).expect("parse"); // ok: test
+    let results = AuthenticationResults::new(sealer);
+    let set = ArcSealer::from_key(key)
+        .domain(sealer)
+        .selector("arc")
+        .headers(["From", "To", "Subject", "Message-ID", "Date"])
+        .seal(&parsed, &results, &ArcOutput::default())
+        .expect("seal"); // ok: test
+    format!("{}{message}", set.to_header())
+}
+
+#[test]
+fn a_dmarc_failure_forwarded_by_a_trusted_arc_sealer_is_delivered_and_by_another_refused() {
+    use base64::Engine;
+    use mail_auth::common::crypto::Ed25519Key;
+    let f = Fixture::start_with(&[("EDGEMAIL_INBOUND_ARC_TRUSTED", "lists.test")]);
+    f.world.dns.add_txt("_dmarc.bank.test", "v=DMARC1; p=reject");
+    f.world.dns.add_txt("bank.test", "v=spf1 -all");
+    let mut keys = Vec::new();
+    for sealer in ["lists.test", "elsewhere.test"] {
+        let der = Ed25519Key::generate_pkcs8().expect("key"); // ok: test
+        let key = Ed25519Key::from_pkcs8_der(&der).expect("key"); // ok: test
+        let public = base64::engine::general_purpose::STANDARD.encode(key.public_key());
+        f.world.dns.add_txt(
+            &format!("arc._domainkey.{sealer}"),
+            &format!("v=DKIM1; k=ed25519; p={public}"),
+        );
+        keys.push(key);
+    }
+    let mut keys = keys.into_iter();
+
+    // The list rewrote nothing but its envelope: DMARC fails for bank.test (p=reject), but
+    // the chain is sealed by a forwarder the configuration trusts.
+    let statement = message("Bank <alerts@bank.test>", "statement via the list", "Ready.");
+    let sealed = arc_sealed(&statement, "lists.test", keys.next().expect("key")); // ok: test
+    let reply = send(&f, "bounces@lists.test", &sealed);
+    assert!(reply.starts_with("250"), "a trusted sealer's chain lets it through: {reply}");
+    let email = find(&f, "inbox", "statement via the list");
+    assert!(header(&email, "Authentication-Results").contains("dmarc=fail"), "{email}");
+
+    // The same failure sealed by a sealer nobody trusts is refused as p=reject asks.
+    let other = message("Bank <alerts@bank.test>", "statement via another", "Ready.");
+    let sealed = arc_sealed(&other, "elsewhere.test", keys.next().expect("key")); // ok: test
+    let reply = send(&f, "bounces@elsewhere.test", &sealed);
+    assert!(reply.starts_with("550 5.7.1"), "{reply}");
 }

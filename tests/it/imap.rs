@@ -583,3 +583,35 @@ fn mbsync_pulls_the_inbox_into_a_maildir() {
     assert_eq!(files.len(), 3, "{files:?}");
     assert_eq!(files.iter().filter(|m| m.contains("Subject: synced-three")).count(), 1);
 }
+
+/// Python for `Fixture::py` scripts. `raw(m, command)` sends one command on imaplib's
+/// connection and answers the response lines up to and including the tagged one (a literal is
+/// read into the line that announced it); `show(name, lines)` prints them under `name`.
+pub const PY_RAW: &str = r#"
+def raw(m, command):
+    tag = m._new_tag()
+    m.send(tag + b' ' + command.encode() + b'\r\n')
+    lines, cur = [], b''
+    while True:
+        line = m.readline()
+        if not line:
+            raise Exception('connection closed')
+        cur += line
+        lit = re.search(rb'\{(\d+)\}\r\n$', line)
+        if lit:
+            cur += m.read(int(lit.group(1)))
+            continue
+        lines.append(cur.decode(errors='replace').rstrip('\r\n'))
+        cur = b''
+        if line.startswith(tag + b' '):
+            return lines
+def show(name, lines):
+    for l in lines:
+        out(name, l)
+"#;
+
+/// The lines a script printed under `name`, without it.
+pub fn under(lines: &[String], name: &str) -> Vec<String> {
+    let p = format!("{name} ");
+    lines.iter().filter_map(|l| l.strip_prefix(p.as_str())).map(str::to_owned).collect()
+}

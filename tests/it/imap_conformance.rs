@@ -5,41 +5,10 @@
 //! over a real socket and prints the response lines it got.
 
 use crate::harness::A;
-use crate::imap::{Fixture, plain};
-
-/// `raw(m, command)`: sends a command on imaplib's connection; the response lines up to and
-/// including the tagged one (a literal is read into the line that announced it).
-const RAW: &str = r#"
-def raw(m, command):
-    tag = m._new_tag()
-    m.send(tag + b' ' + command.encode() + b'\r\n')
-    lines, cur = [], b''
-    while True:
-        line = m.readline()
-        if not line:
-            raise Exception('connection closed')
-        cur += line
-        lit = re.search(rb'\{(\d+)\}\r\n$', line)
-        if lit:
-            cur += m.read(int(lit.group(1)))
-            continue
-        lines.append(cur.decode(errors='replace').rstrip('\r\n'))
-        cur = b''
-        if line.startswith(tag + b' '):
-            return lines
-def show(name, lines):
-    for l in lines:
-        out(name, l)
-"#;
+use crate::imap::{Fixture, PY_RAW as RAW, plain, under};
 
 fn script(body: &str) -> String {
     format!("{RAW}\n{body}")
-}
-
-/// The lines printed under `name`, without it.
-fn under(lines: &[String], name: &str) -> Vec<String> {
-    let p = format!("{name} ");
-    lines.iter().filter_map(|l| l.strip_prefix(p.as_str())).map(str::to_owned).collect()
 }
 
 #[test]

@@ -9,30 +9,7 @@ use std::process::Command;
 use serde_json::json;
 
 use crate::harness::A;
-use crate::imap::{Fixture, plain};
-
-/// Sends one command on imaplib's connection; the response lines up to the tagged one.
-const RAW: &str = r#"
-def raw(m, command):
-    tag = m._new_tag()
-    m.send(tag + b' ' + command.encode() + b'\r\n')
-    lines = []
-    while True:
-        line = m.readline()
-        if not line:
-            raise Exception('connection closed')
-        lines.append(line.decode(errors='replace').rstrip('\r\n'))
-        if line.startswith(tag + b' '):
-            return lines
-def show(name, lines):
-    for l in lines:
-        out(name, l)
-"#;
-
-fn under(lines: &[String], name: &str) -> Vec<String> {
-    let p = format!("{name} ");
-    lines.iter().filter_map(|l| l.strip_prefix(p.as_str())).map(str::to_owned).collect()
-}
+use crate::imap::{Fixture, PY_RAW as RAW, plain, under};
 
 /// The tagged line of a command's output (its last).
 fn tagged(lines: &[String], name: &str) -> String {

@@ -2,32 +2,7 @@
 //! with one SELECT (what vanished, what changed, what arrived), and a conditional STORE that
 //! lost a race is answered with `[MODIFIED]`.
 
-use crate::imap::{Fixture, plain};
-
-/// `raw(m, command)`: sends a command on imaplib's connection; the response lines up to and
-/// including the tagged one.
-const RAW: &str = r#"
-def raw(m, command):
-    tag = m._new_tag()
-    m.send(tag + b' ' + command.encode() + b'\r\n')
-    lines = []
-    while True:
-        line = m.readline()
-        if not line:
-            raise Exception('connection closed')
-        lines.append(line.decode(errors='replace').rstrip('\r\n'))
-        if line.startswith(tag + b' '):
-            return lines
-def show(name, lines):
-    for l in lines:
-        out(name, l)
-"#;
-
-/// The lines printed under `name`, without it.
-fn under(lines: &[String], name: &str) -> Vec<String> {
-    let p = format!("{name} ");
-    lines.iter().filter_map(|l| l.strip_prefix(p.as_str())).map(str::to_owned).collect()
-}
+use crate::imap::{Fixture, PY_RAW as RAW, plain, under};
 
 /// The number after `word` in `line` (`HIGHESTMODSEQ 12`, `UIDVALIDITY 3`, `MODSEQ (7`).
 fn number_after(line: &str, word: &str) -> Option<u64> {

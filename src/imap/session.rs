@@ -78,7 +78,7 @@ impl Session {
                     Next::Go
                 }
                 Event::IdleCommandReceived { tag } => {
-                    super::idle::idle(self, conn, tag).await?;
+                    self.idle(conn, tag).await?;
                     Next::Go
                 }
                 _ => Next::Go,

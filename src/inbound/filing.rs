@@ -53,7 +53,7 @@ impl Receiver {
     }
 }
 
-/// Copies filed alike: one folder, one finding, one stored message (with its own
+/// Copies filed alike and delivered to one address: one folder, one finding, one stored message (with its own
 /// `X-Spam-Status` header) shared by them.
 #[derive(Clone)]
 pub(super) struct Group {
@@ -67,21 +67,25 @@ pub(super) struct Group {
 /// `X-Spam-Status` goes right below them.
 pub(super) fn groups(
     template: &Email,
-    copies: &[(String, String)],
+    (copies, delivered): (&[(String, String)], &[String]),
     filed: Vec<Filed>,
     (full, trace): (&[u8], usize),
 ) -> Vec<Group> {
-    let mut groups: Vec<(Filed, Vec<(String, String)>)> = Vec::new();
-    for (copy, f) in copies.iter().zip(filed) {
-        match groups.iter_mut().find(|(g, _)| g.header == f.header && g.folder == f.folder) {
-            Some((_, members)) => members.push(copy.clone()),
-            None => groups.push((f, vec![copy.clone()])),
+    let mut groups: Vec<(Filed, &str, Vec<(String, String)>)> = Vec::new();
+    for ((copy, f), to) in copies.iter().zip(filed).zip(delivered) {
+        let alike = |(g, t, _): &&mut (Filed, &str, _)| {
+            g.header == f.header && g.folder == f.folder && *t == to.as_str()
+        };
+        match groups.iter_mut().find(alike) {
+            Some((_, _, members)) => members.push(copy.clone()),
+            None => groups.push((f, to.as_str(), vec![copy.clone()])),
         }
     }
     groups
         .into_iter()
-        .map(|(f, copies)| {
+        .map(|(f, to, copies)| {
             let mut template = template.clone();
+            template.delivered_to = Some(to.to_owned());
             template.summary.folder = f.folder;
             template.spam = f.spam.map(|s| Spam { trained: None, ..s });
             let (ours, theirs) = full.split_at(trace.min(full.len()));

@@ -115,6 +115,8 @@ fn without_bodies(e: &Email) -> Email {
         tags: e.tags.clone(),
         metadata: e.metadata.clone(),
         spam: e.spam.clone(),
+        delivered_to: e.delivered_to.clone(),
+        envelope_from: e.envelope_from.clone(),
     }
 }
 

@@ -53,12 +53,14 @@ impl Receiver {
     }
 }
 
-/// Copies filed alike and delivered to one address: one folder, one finding, one stored message (with its own
+/// Copies filed alike: one folder, one finding, one stored message (with its own
 /// `X-Spam-Status` header) shared by them.
 #[derive(Clone)]
 pub(super) struct Group {
     pub template: Email,
     pub copies: Vec<(String, String)>,
+    /// The `deliveredTo` of each copy.
+    pub delivered: Vec<String>,
     pub raw: Vec<u8>,
     pub prepared: Prepared,
 }
@@ -71,28 +73,29 @@ pub(super) fn groups(
     filed: Vec<Filed>,
     (full, trace): (&[u8], usize),
 ) -> Vec<Group> {
-    let mut groups: Vec<(Filed, &str, Vec<(String, String)>)> = Vec::new();
+    // Per group: the filing, its copies and their `deliveredTo`.
+    type Members = (Vec<(String, String)>, Vec<String>);
+    let mut groups: Vec<(Filed, Members)> = Vec::new();
     for ((copy, f), to) in copies.iter().zip(filed).zip(delivered) {
-        let alike = |(g, t, _): &&mut (Filed, &str, _)| {
-            g.header == f.header && g.folder == f.folder && *t == to.as_str()
-        };
-        match groups.iter_mut().find(alike) {
-            Some((_, _, members)) => members.push(copy.clone()),
-            None => groups.push((f, to.as_str(), vec![copy.clone()])),
+        match groups.iter_mut().find(|(g, _)| g.header == f.header && g.folder == f.folder) {
+            Some((_, (members, addresses))) => {
+                members.push(copy.clone());
+                addresses.push(to.clone());
+            }
+            None => groups.push((f, (vec![copy.clone()], vec![to.clone()]))),
         }
     }
     groups
         .into_iter()
-        .map(|(f, to, copies)| {
+        .map(|(f, (copies, delivered))| {
             let mut template = template.clone();
-            template.delivered_to = Some(to.to_owned());
             template.summary.folder = f.folder;
             template.spam = f.spam.map(|s| Spam { trained: None, ..s });
             let (ours, theirs) = full.split_at(trace.min(full.len()));
             let raw = [ours, f.header.as_bytes(), theirs].concat();
             template.summary.size = raw.len() as u64;
             let prepared = Prepared::of(&raw, copies.len());
-            Group { template, copies, raw, prepared }
+            Group { template, copies, delivered, raw, prepared }
         })
         .collect()
 }

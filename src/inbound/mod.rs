@@ -368,9 +368,10 @@ impl Receiver {
                 for group in &groups {
                     let mut template = group.template.clone();
                     template.in_reply_to_id.clone_from(&reply_of);
-                    w.store_copies(
+                    w.store_copies_to(
                         &template,
                         &group.copies,
+                        &group.delivered,
                         &group.raw,
                         Some(group.prepared.clone()),
                     )?;

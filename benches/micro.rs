@@ -48,6 +48,8 @@ fn json(c: &mut Criterion) {
             min_gap_ms: None,
             quota_bytes: None,
             spam_filter: None,
+            forward_to: Vec::new(),
+            keep_copy: true,
             created_at: 1_795_305_600_000 + i,
         })
         .collect();

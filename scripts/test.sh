@@ -7,7 +7,8 @@
 # dnsmasq (a local DNS for docs/offline.md), Chromium through chromedriver (the
 # dashboard), imaptest (Dovecot's IMAP compliance suite, built from ../shared/peers), curl (the README's and docs' commands), openssl, PostgreSQL's initdb and pg_ctl (a
 # throwaway cluster on 127.0.0.1), and a Python client generated from schema/openapi.yaml (a venv
-# with openapi-python-client). Everything runs on 127.0.0.1; only these installs need a network.
+# with openapi-python-client), and dkimpy (python3-dkim: verifies the ARC seal of forwarded mail,
+# tests/it/routing.rs). Everything runs on 127.0.0.1; only these installs need a network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +27,7 @@ need python3 python3 python3-venv
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 # imaptest (Dovecot's IMAP compliance suite, tests/it/imaptest.rs) builds against libdovecot.
 for pkg in dovecot-core dovecot-dev autoconf automake libtool pkg-config make gcc libssl-dev \
-  zlib1g-dev; do
+  zlib1g-dev python3-dkim; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if ((${#missing[@]})); then

@@ -118,6 +118,7 @@ fn receiver(app: &App) -> crate::inbound::Receiver {
         &app.config.smtp,
     );
     receiver.set_quota_default(app.config.mailbox.quota_bytes);
+    receiver.set_queue(app.queue.clone());
     receiver.set_filter(&app.config.inbound, app.junk.clone());
     receiver.register(Box::new(crate::warmup::receive::Arrivals::new(
         app.store.as_ref().clone(),

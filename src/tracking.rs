@@ -36,6 +36,12 @@ impl Tokens {
         Tokens { key: hmac::Key::new(hmac::HMAC_SHA256, secret) }
     }
 
+    /// A key for another use of the server's secret (`label` names the use), so that a value
+    /// made for one use never verifies for another.
+    pub fn derived_key(&self, label: &str) -> hmac::Key {
+        hmac::Key::new(hmac::HMAC_SHA256, hmac::sign(&self.key, label.as_bytes()).as_ref())
+    }
+
     /// A token for `kind` over `fields` (message id first).
     pub fn make(&self, kind: Kind, fields: &[&str]) -> String {
         let mut payload = vec![kind.tag()];

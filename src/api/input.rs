@@ -127,3 +127,31 @@ where
 {
     <Option<T> as de::Deserialize>::deserialize(d).map(Some)
 }
+
+/// The most targets an alias or a forward takes.
+pub const MAX_TARGETS: usize = 50;
+
+/// Validated forwarding targets: full addresses, lower-cased (the local part too: hosted
+/// mailboxes are so, and outside ones are compared so), without repeats, `min` to 50 of them.
+pub fn targets(field: &str, list: &[String], min: usize) -> Result<Vec<String>> {
+    if list.len() < min || list.len() > MAX_TARGETS {
+        return Err(Error::invalid(
+            format!("`{field}` takes {min} to {MAX_TARGETS} addresses"),
+            "give full addresses such as jane@example.com",
+        ));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(list.len());
+    for raw in list {
+        let parsed = address::parse(raw).map_err(|why| {
+            Error::invalid(
+                format!("invalid address in `{field}`: {why}"),
+                "give full addresses such as jane@example.com",
+            )
+        })?;
+        let target = format!("{}@{}", parsed.local.to_ascii_lowercase(), parsed.domain);
+        if !out.contains(&target) {
+            out.push(target);
+        }
+    }
+    Ok(out)
+}

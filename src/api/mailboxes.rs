@@ -33,6 +33,10 @@ struct UpdateMailbox {
     quota_bytes: Option<Option<u64>>,
     #[serde(default)]
     spam_filter: Option<SpamFilterInput>,
+    #[serde(default)]
+    forward_to: Option<Vec<String>>,
+    #[serde(default)]
+    keep_copy: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,6 +118,12 @@ pub fn parse_update(body: &[u8]) -> Result<MailboxPatch> {
         min_gap_ms: input.min_gap_ms,
         quota_bytes: input.quota_bytes,
         spam_filter: input.spam_filter.map(spam_filter).transpose()?,
+        // An empty list stops forwarding.
+        forward_to: input
+            .forward_to
+            .map(|list| super::input::targets("forwardTo", &list, 0))
+            .transpose()?,
+        keep_copy: input.keep_copy,
     })
 }
 

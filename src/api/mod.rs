@@ -1,6 +1,7 @@
 //! The REST API: one module per resource, and the single route table the router and the OpenAPI
 //! test both read.
 
+pub mod aliases;
 pub mod analytics;
 pub mod bounces;
 pub mod contacts;
@@ -66,6 +67,11 @@ pub fn routes() -> Vec<Route> {
             Domain,
             handler!(folders::delete),
         ),
+        r(Method::GET, "/v1/aliases", Domain, handler!(aliases::list)),
+        r(Method::POST, "/v1/aliases", Domain, handler!(aliases::create)),
+        r(Method::GET, "/v1/aliases/{address}", Domain, handler!(aliases::get)),
+        r(Method::PATCH, "/v1/aliases/{address}", Domain, handler!(aliases::update)),
+        r(Method::DELETE, "/v1/aliases/{address}", Domain, handler!(aliases::delete)),
         r(Method::GET, "/v1/sender-groups", Domain, handler!(sender_groups::list)),
         r(Method::POST, "/v1/sender-groups", Domain, handler!(sender_groups::create)),
         r(Method::PATCH, "/v1/sender-groups/{id}", Domain, handler!(sender_groups::update)),
@@ -136,6 +142,8 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = mailboxes::parse_create(data, "example.com");
     let _ = mailboxes::parse_update(data);
     let _ = passwords::parse_create(data);
+    let _ = aliases::parse_create(data, "example.com");
+    let _ = aliases::parse_update(data);
     let _ = folders::parse_name(data);
     let _ = emails::parse_patch(data);
     let _ = sender_groups::parse_create(data, "example.com");

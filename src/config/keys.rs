@@ -179,6 +179,14 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.smtp.tls_key = Some(PathBuf::from(v));
         Ok(())
     }),
+    ("smtp.subaddress_separator", |c, v| {
+        // One character (or none): a longer one would make tags ambiguous to read.
+        if v.chars().count() > 1 || v.chars().any(|ch| ch == '@' || ch.is_whitespace()) {
+            return Err(format!("{v:?}: give one character such as \"+\", or \"\" for none"));
+        }
+        c.smtp.subaddress_separator = v.to_owned();
+        Ok(())
+    }),
     ("smtp.hostname", |c, v| {
         c.smtp.hostname = Some(crate::address::normalize_domain(v)?);
         Ok(())

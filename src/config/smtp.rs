@@ -43,6 +43,9 @@ pub struct Smtp {
     /// PEM certificate chain and key for STARTTLS; a self-signed pair is made when absent.
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// Sub-addressing: `local<sep>tag@domain` reaches what `local@domain` reaches when no
+    /// mailbox or alias has the whole name. Empty turns it off.
+    pub subaddress_separator: String,
 }
 
 impl Smtp {
@@ -72,6 +75,7 @@ impl Default for Smtp {
             feedback_senders: Vec::new(),
             tls_cert: None,
             tls_key: None,
+            subaddress_separator: "+".to_owned(),
         }
     }
 }

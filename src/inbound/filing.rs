@@ -88,6 +88,8 @@ fn features(message: &mail_parser::Message<'_>) -> Features {
 pub(super) struct Group {
     pub template: Email,
     pub copies: Vec<(String, String)>,
+    /// The `deliveredTo` of each copy.
+    pub delivered: Vec<String>,
     pub raw: Vec<u8>,
     pub prepared: Prepared,
 }
@@ -96,20 +98,25 @@ pub(super) struct Group {
 /// `X-Spam-Status` goes right below them.
 pub(super) fn groups(
     template: &Email,
-    copies: &[(String, String)],
+    (copies, delivered): (&[(String, String)], &[String]),
     filed: Vec<Filed>,
     (full, trace): (&[u8], usize),
 ) -> Vec<Group> {
-    let mut groups: Vec<(Filed, Vec<(String, String)>)> = Vec::new();
-    for (copy, f) in copies.iter().zip(filed) {
+    // Per group: the filing, its copies and their `deliveredTo`.
+    type Members = (Vec<(String, String)>, Vec<String>);
+    let mut groups: Vec<(Filed, Members)> = Vec::new();
+    for ((copy, f), to) in copies.iter().zip(filed).zip(delivered) {
         match groups.iter_mut().find(|(g, _)| g.header == f.header && g.folder == f.folder) {
-            Some((_, members)) => members.push(copy.clone()),
-            None => groups.push((f, vec![copy.clone()])),
+            Some((_, (members, addresses))) => {
+                members.push(copy.clone());
+                addresses.push(to.clone());
+            }
+            None => groups.push((f, (vec![copy.clone()], vec![to.clone()]))),
         }
     }
     groups
         .into_iter()
-        .map(|(f, copies)| {
+        .map(|(f, (copies, delivered))| {
             let mut template = template.clone();
             template.summary.folder = f.folder;
             template.spam = f.spam.map(|s| Spam { trained: None, ..s });
@@ -117,7 +124,7 @@ pub(super) fn groups(
             let raw = [ours, f.header.as_bytes(), theirs].concat();
             template.summary.size = raw.len() as u64;
             let prepared = Prepared::of(&raw, copies.len());
-            Group { template, copies, raw, prepared }
+            Group { template, copies, delivered, raw, prepared }
         })
         .collect()
 }

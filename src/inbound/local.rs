@@ -77,7 +77,20 @@ impl Receiver {
             recipients: accepted.clone(),
             tls: false,
         };
-        let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
+        let resolved = match self.resolve(&accepted).await {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                let why = format!("451 4.3.0 temporary failure: {e}");
+                outcomes.extend(accepted.into_iter().map(|r| (r, Outcome::Deferred(why.clone()))));
+                return Handover { outcomes, commit: None };
+            }
+        };
+        // Forwarding applies to mail from outside; mail we send goes where it was addressed.
+        let super::Inbox { mut template, copies, delivered, reports, parents, .. } =
+            self.inbox(&envelope, seen, &verdict, &id, &resolved);
+        // One template for every copy here: it names the address only when all share one.
+        template.delivered_to =
+            delivered.first().filter(|d| delivered.iter().all(|x| x == *d)).cloned();
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
         let prepared = Prepared::of(&full, copies.len());

@@ -13,6 +13,7 @@ mod dnsbl;
 mod dsn_to_sender;
 mod filing;
 mod filter;
+mod forward;
 mod greylist;
 mod inspect;
 pub mod learn;
@@ -20,6 +21,8 @@ mod local;
 mod recipient;
 pub mod report;
 mod reports;
+mod routing;
+mod srs;
 mod trace;
 
 use std::future::Future;
@@ -112,6 +115,12 @@ pub struct Receiver {
     /// `inbound.*`: DMARC enforcement and the spam filter's lists.
     inbound: Inbound,
     filter: Filter,
+    /// `smtp.subaddress_separator`: "" when sub-addressing is off.
+    subaddress: String,
+    /// The key of our SRS0 addresses (`srs`), derived from the server's secret.
+    srs: ring::hmac::Key,
+    /// Wakes the delivery queue when mail is forwarded.
+    queue: crate::wake::Wake,
 }
 
 /// What `Receiver::accept` did with a message.
@@ -133,11 +142,35 @@ pub const SPAM_REFUSED: &str =
 /// Where the recipients of one message go.
 #[derive(Default)]
 struct Routed {
-    mailboxes: Vec<String>,
+    /// Each mailbox once, with the address that reached it first (its `deliveredTo`).
+    mailboxes: Vec<(String, String)>,
+    /// Outside addresses aliases and forwards lead to, with the alias or mailbox forwarding.
+    outside: Vec<(String, String)>,
     /// Messages and recipient numbers named by verified bounce addresses.
     bounce_ids: Vec<(String, usize)>,
     to_system: bool,
+    /// Bounces to our SRS0 addresses: the original sender each names, and the address.
+    returns: Vec<(String, String)>,
 }
+
+/// The copies of a message nobody claimed, and what it says about mail we sent.
+struct Inbox {
+    template: Email,
+    /// (email id, mailbox) of each copy.
+    copies: Vec<(String, String)>,
+    /// The address that reached each copy's mailbox (`deliveredTo`), in the order of `copies`.
+    delivered: Vec<String>,
+    reports: Reports,
+    /// The Message-IDs it answers.
+    parents: Vec<String>,
+    /// Outside targets and the alias or mailbox forwarding to each.
+    outside: Vec<(String, String)>,
+    /// Bounces to our SRS0 addresses: the original sender and the address.
+    returns: Vec<(String, String)>,
+}
+
+/// What each recipient that is no system address resolves to, by its lower-cased address.
+type Resolved = Vec<(String, Option<routing::Targets>)>;
 
 /// The answer while the store refuses writes (RFC 3463 X.3.1: mail system full): the sender
 /// keeps the message and tries again.
@@ -147,7 +180,6 @@ impl Receiver {
     pub fn new(store: Store, tokens: Tokens, dns: Arc<Dns>, smtp: &crate::config::Smtp) -> Self {
         Receiver {
             store,
-            tokens,
             dns,
             host: smtp.host().to_owned(),
             feedback_senders: smtp.feedback_senders.clone(),
@@ -155,7 +187,16 @@ impl Receiver {
             quota_default: crate::config::Mailbox::default().quota_bytes,
             inbound: Inbound::default(),
             filter: Filter::new(crate::junk::Models::new(), &Inbound::default()),
+            subaddress: smtp.subaddress_separator.clone(),
+            srs: tokens.derived_key("srs"),
+            queue: crate::wake::Wake::default(),
+            tokens,
         }
+    }
+
+    /// The delivery queue's wake-up handle, for forwarded mail.
+    pub fn set_queue(&mut self, queue: crate::wake::Wake) {
+        self.queue = queue;
     }
 
     /// Sets DMARC enforcement and the spam filter (`inbound.*`), with the classifier's models
@@ -175,7 +216,31 @@ impl Receiver {
         self.claimants.push(claimant);
     }
 
-    fn route(&self, recipients: &[String]) -> Routed {
+    /// Resolves the recipients that are no system addresses (aliases, `+tag`, catch-all).
+    async fn resolve(&self, recipients: &[String]) -> Result<Resolved> {
+        let wanted: Vec<String> = recipients
+            .iter()
+            .filter(|r| {
+                let local = r.rsplit_once('@').map_or(r.as_str(), |(l, _)| l);
+                system(local).is_none() && !srs::is_srs(local)
+            })
+            .map(|r| lowered(r))
+            .collect();
+        let separator = self.subaddress.clone();
+        self.store
+            .read(move |r| -> Result<Resolved> {
+                let mut out = Vec::with_capacity(wanted.len());
+                for address in wanted {
+                    let (local, domain) = address.rsplit_once('@').unwrap_or((&address, ""));
+                    let targets = routing::resolve(r, local, domain, &separator)?;
+                    out.push((address.clone(), targets));
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    fn route(&self, recipients: &[String], resolved: &Resolved) -> Routed {
         let mut routed = Routed::default();
         for r in recipients {
             let local = r.rsplit_once('@').map_or(r.as_str(), |(local, _)| local);
@@ -185,7 +250,33 @@ impl Receiver {
                     routed.bounce_ids.extend(self.tokens.bounce_id(&tagged, &domain));
                 }
                 Some(_) => routed.to_system = true,
-                None => routed.mailboxes.push(format!("{}@{domain}", local.to_ascii_lowercase())),
+                None if srs::is_srs(local) => {
+                    // Checked at RCPT; a day boundary since then may end its age.
+                    if let Some(original) = srs::decode(&self.srs, local, now_ms()) {
+                        routed.returns.push((original, r.clone()));
+                    }
+                }
+                None => {
+                    let address = format!("{}@{domain}", local.to_ascii_lowercase());
+                    let found = resolved.iter().find(|(a, _)| *a == address);
+                    let mut add = |mailbox: &str| {
+                        if !routed.mailboxes.iter().any(|(m, _)| m == mailbox) {
+                            routed.mailboxes.push((mailbox.to_owned(), address.clone()));
+                        }
+                    };
+                    match found {
+                        Some((_, Some(targets))) => {
+                            targets.mailboxes.iter().for_each(|m| add(m));
+                            for o in &targets.outside {
+                                if !routed.outside.iter().any(|(t, _)| *t == o.0) {
+                                    routed.outside.push(o.clone());
+                                }
+                            }
+                        }
+                        // Accepted at RCPT but gone since: filed as the mailbox it named.
+                        _ => add(&address),
+                    }
+                }
             }
         }
         routed
@@ -197,6 +288,10 @@ impl Receiver {
         let id = new_id("em");
         let now = now_ms();
         let (ip, from, to) = (envelope.ip, envelope.from.as_str(), &envelope.recipients);
+        if forward::looping(&raw, to) {
+            tracing::info!(%ip, from = %envelope.from, "message refused: forwarding loop");
+            return Ok(Accepted::Refused(forward::LOOPING));
+        }
         if !greylist::passes(&self.store, &self.inbound, ip, from, to, now).await? {
             tracing::info!(%ip, from = %envelope.from, "message greylisted");
             return Ok(Accepted::Refused(greylist::GREYLISTED));
@@ -218,6 +313,11 @@ impl Receiver {
         let bounded = crate::mime::bound(&full);
         let message = bounded.parse().ok_or_else(|| Error::invalid("unparseable message", ""))?;
         let seen = inspect::inspect_parsed(&message, full.len() as u64, now);
+        let resolved = self.resolve(&envelope.recipients).await?;
+        // Mail for mailboxes alone is refused when it fits none of them; a system address or a
+        // forward takes it anyway.
+        let only_mailboxes = resolved.len() == envelope.recipients.len()
+            && resolved.iter().all(|(_, t)| t.as_ref().is_none_or(|t| t.outside.is_empty()));
         let arrival = Arrival {
             recipients: &envelope.recipients,
             seen: &seen,
@@ -230,12 +330,12 @@ impl Receiver {
                 return Ok(Accepted::Stored(id));
             }
         }
-        let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
+        let Inbox { template, copies, delivered, reports, parents, outside, returns } =
+            self.inbox(&envelope, seen, &verdict, &id, &resolved);
+        let why = forced.clone();
         let sender = crate::address::bare(&template.summary.from).to_owned();
         let found = (sender.as_str(), forced);
         let filed = self.filed(&envelope, &verdict, &message, &copies, &parents, found).await?;
-        drop(message);
-        drop(bounded);
         if !filed.is_empty() && filed.iter().all(|f| f.reject) {
             tracing::info!(from = %envelope.from, ip = %envelope.ip,
                 "message refused: spam past every recipient's reject threshold");
@@ -243,11 +343,28 @@ impl Receiver {
         }
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
-        let groups = groups(&template, &copies, filed, (&full, trace));
+        let groups = groups(&template, (&copies, &delivered), filed, (&full, trace));
+        let mut forwards = Vec::with_capacity(outside.len());
+        // What the filter makes of the message, for the forwarding mailboxes' filters.
+        let features = (!outside.is_empty()).then(|| crate::junk::features_of(&message));
+        drop(message);
+        drop(bounded);
+        for (target, via) in &outside {
+            let features = features.as_ref();
+            if self.spam_for_forwarding(&envelope, &verdict, features, via, why.as_deref()).await? {
+                tracing::info!(via = %via, "spam not forwarded");
+            } else {
+                forwards.push(forward::Forward { target, via });
+            }
+        }
+        let mut outgoing =
+            self.forwards(&envelope, (&full, trace), &template, &forwards, now).await;
+        outgoing.extend(self.pass_back((&full, trace), &template, &returns, now));
+        let wake = !outgoing.is_empty();
         let size = full.len() as u64;
         drop(full);
         // Checked in the write that stores it, so concurrent sessions cannot all pass one check.
-        let quota = (copies.len() == envelope.recipients.len()).then_some(self.quota_default);
+        let quota = only_mailboxes.then_some(self.quota_default);
         let stored = self
             .store
             .write(move |w| -> Result<_> {
@@ -260,18 +377,26 @@ impl Receiver {
                 for group in &groups {
                     let mut template = group.template.clone();
                     template.in_reply_to_id.clone_from(&reply_of);
-                    w.store_copies(
+                    w.store_copies_to(
                         &template,
                         &group.copies,
+                        &group.delivered,
                         &group.raw,
                         Some(group.prepared.clone()),
                     )?;
                     w.emit_received(&template, &group.copies, auth)?;
                 }
                 reports.apply(w, now)?;
+                // In the same write as the copies: a message is forwarded if and only if stored.
+                for (email, raw) in &outgoing {
+                    w.enqueue_submitted(email, raw, now)?;
+                }
                 Ok(true)
             })
             .await?;
+        if stored && wake {
+            self.queue.wake();
+        }
         Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
     }
 
@@ -312,8 +437,9 @@ impl Receiver {
         seen: Inspected,
         verdict: &Verdict,
         id: &str,
-    ) -> (Email, Vec<(String, String)>, Reports, Vec<String>) {
-        let routed = self.route(&envelope.recipients);
+        resolved: &Resolved,
+    ) -> Inbox {
+        let routed = self.route(&envelope.recipients, resolved);
         let Inspected {
             email: template,
             failures,
@@ -345,10 +471,11 @@ impl Receiver {
             .mailboxes
             .iter()
             .enumerate()
-            .map(|(i, mailbox)| {
+            .map(|(i, (mailbox, _))| {
                 (if i == 0 { id.to_owned() } else { new_id("em") }, mailbox.clone())
             })
             .collect();
+        let delivered = routed.mailboxes.iter().map(|(_, to)| to.clone()).collect();
         let unsubscribe = unsubscribe_token
             .and_then(|t| self.tokens.open(crate::tracking::Kind::Unsubscribe, &t));
         let reports = Reports {
@@ -363,7 +490,15 @@ impl Receiver {
             complaint,
             unsubscribe,
         };
-        (template, copies, reports, parents)
+        Inbox {
+            template,
+            copies,
+            delivered,
+            reports,
+            parents,
+            outside: routed.outside,
+            returns: routed.returns,
+        }
     }
 }
 
@@ -413,6 +548,13 @@ fn reply_link(
 /// A number from 0 to 99 for DMARC's `pct` sample.
 fn roll() -> u8 {
     (rand::random::<u32>() % 100) as u8
+}
+
+/// `local@domain` as mailboxes and aliases are keyed: the local part lower-cased, the domain in
+/// A-labels.
+fn lowered(address: &str) -> String {
+    let local = address.rsplit_once('@').map_or(address, |(local, _)| local);
+    format!("{}@{}", local.to_ascii_lowercase(), crate::address::domain_key(address))
 }
 
 fn sanitize(helo: &str) -> String {

@@ -2,7 +2,7 @@
 //! mailboxes and the system addresses; a mailbox's quota) and, at the end of DATA, whether a
 //! message still fits the quotas of its mailboxes.
 
-use super::{Receiver, STORAGE_FULL, System, system};
+use super::{Receiver, STORAGE_FULL, System, routing, system};
 use crate::error::{Error, Result};
 use crate::store::Wtx;
 
@@ -27,6 +27,7 @@ impl Receiver {
             return Err("501 5.1.3 recipient must be a full address\r\n".into());
         };
         // Hosted domains are stored in A-labels: a Unicode domain (SMTPUTF8) is compared so.
+        let raw_local = local;
         let (local, domain) = (local.to_ascii_lowercase(), crate::address::domain_key(address));
         let is_system = match system(&local) {
             // A bounce address we never issued is refused here, before any data is taken.
@@ -37,9 +38,17 @@ impl Receiver {
                 true
             }
             Some(_) => true,
+            // A bounce of mail we forwarded: only to an SRS0 address we made, and not too old.
+            None if super::srs::is_srs(raw_local) => {
+                if super::srs::decode(&self.srs, raw_local, crate::ids::now_ms()).is_none() {
+                    return Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n"));
+                }
+                true
+            }
             None => false,
         };
         let default = self.quota_default;
+        let separator = self.subaddress.clone();
         let lookup = self
             .store
             .read(move |r| -> Result<_> {
@@ -52,9 +61,14 @@ impl Receiver {
                     return Ok(Ok(()));
                 }
                 Ok(match r.mailbox_quota(&domain, &local, default)? {
-                    None => Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n")),
                     Some((_, q)) if q.is_full() || !q.fits(size) => Err(MAILBOX_FULL.into()),
                     Some(_) => Ok(()),
+                    // No mailbox of that name: an alias, a `+tag` or the catch-all may take it
+                    // (their mailboxes' quotas are checked with the message).
+                    None => match routing::resolve(r, &local, &domain, &separator)? {
+                        Some(t) if !t.mailboxes.is_empty() || !t.outside.is_empty() => Ok(()),
+                        _ => Err(format!("550 5.1.1 no mailbox {local}@{domain} here\r\n")),
+                    },
                 })
             })
             .await;

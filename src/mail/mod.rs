@@ -1,6 +1,7 @@
 //! Outgoing messages: MIME building, the text part derived from HTML, DKIM signing, messages
 //! mail clients submit, and the delivery reports (DSNs) we write to senders.
 
+pub mod arc;
 pub mod build;
 pub mod dsn;
 pub mod headers;

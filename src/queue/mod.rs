@@ -307,7 +307,9 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         }
     }
     // Failures of a message a mail client submitted are reported to its sender's inbox.
-    let report = notice::prepare(app, &email, was_submitted, &message, &outcomes);
+    // A forward's failures belong to its original sender, whom its SRS address reaches.
+    let reported = was_submitted && email.envelope_from.is_none();
+    let report = notice::prepare(app, &email, reported, &message, &outcomes);
     let commit = match (handed.commit, report) {
         (Some(copies), Some(report)) => {
             let both: local::Commit =

@@ -116,6 +116,11 @@ pub(super) async fn deliver_all(
 /// The bounce address of `recipient` of `email`: one per recipient, so that a DSN (or whoever
 /// learns the address) can speak only for that recipient.
 pub(super) fn bounce_address(app: &Deps, email: &Email, recipient: &str, domain: &str) -> String {
+    // Forwarded mail goes out under the address its forward was given (SRS): bounces go back
+    // to its original sender, not to us.
+    if let Some(from) = &email.envelope_from {
+        return from.clone();
+    }
     let n = email
         .deliveries
         .iter()

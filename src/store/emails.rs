@@ -94,6 +94,14 @@ pub struct Email {
     /// For received mail: what the spam filter found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spam: Option<Spam>,
+    /// For received mail: the address it was sent to (an alias, a `+tag` address), which may
+    /// differ from its mailbox's. Absent for mail we send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_to: Option<String>,
+    /// For mail we forward: the envelope sender it goes out with (an SRS0 address, or "" for
+    /// the null sender of a bounce passed on) instead of a bounce address of ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope_from: Option<String>,
 }
 
 /// The spam filter's finding on a received message, and what it was last trained as.

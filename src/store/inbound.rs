@@ -43,23 +43,40 @@ impl Wtx<'_> {
         raw: &[u8],
         prepared: Option<Prepared>,
     ) -> Result<()> {
+        self.store_copies_to(template, copies, &[], raw, prepared)
+    }
+
+    /// `store_copies`, each copy with its own `deliveredTo` (`delivered`, in the order of
+    /// `copies`; a copy without one keeps the template's): copies reached through different
+    /// addresses still share one raw message.
+    pub fn store_copies_to(
+        &mut self,
+        template: &Email,
+        copies: &[(String, String)],
+        delivered: &[String],
+        raw: &[u8],
+        prepared: Option<Prepared>,
+    ) -> Result<()> {
         if copies.is_empty() {
             return Ok(());
         }
         let mut doc = without_bodies(template);
+        let address_of = |i: usize| delivered.get(i).cloned().or(template.delivered_to.clone());
         if let [(id, mailbox)] = copies
             && raw.len() <= INLINE_LIMIT
         {
             doc.summary.id.clone_from(id);
             doc.summary.mailbox.clone_from(mailbox);
+            doc.delivered_to = address_of(0);
             let Prepared(deflated) = prepared.unwrap_or_else(|| Prepared::of(raw, 1));
             let inline = deflated.as_ref().map_or(InlineRaw::Plain(raw), KeptRaw::as_inline);
             return self.insert_email_with(&doc, Some(inline));
         }
         let blob = crate::ids::new_id("raw");
-        for (id, mailbox) in copies {
+        for (i, (id, mailbox)) in copies.iter().enumerate() {
             doc.summary.id.clone_from(id);
             doc.summary.mailbox.clone_from(mailbox);
+            doc.delivered_to = address_of(i);
             self.insert_email(&doc)?;
             self.share_raw(id, &blob, true)?;
         }
@@ -115,6 +132,8 @@ fn without_bodies(e: &Email) -> Email {
         tags: e.tags.clone(),
         metadata: e.metadata.clone(),
         spam: e.spam.clone(),
+        delivered_to: e.delivered_to.clone(),
+        envelope_from: e.envelope_from.clone(),
     }
 }
 

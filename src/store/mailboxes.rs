@@ -33,6 +33,16 @@ pub struct Mailbox {
     /// The spam filter's settings, once the mailbox's owner changed them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spam_filter: Option<SpamFilter>,
+    /// Addresses its received mail is forwarded to (hosted or outside).
+    #[serde(default)]
+    pub forward_to: Vec<String>,
+    /// With `forward_to`: whether a copy also stays here (mail is kept when nothing forwards).
+    #[serde(default = "yes")]
+    pub keep_copy: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How a mailbox's received mail is filtered (`PATCH /v1/mailboxes/{address} {spamFilter}`).
@@ -67,6 +77,8 @@ pub struct MailboxPatch {
     pub min_gap_ms: Option<Option<u64>>,
     pub quota_bytes: Option<Option<u64>>,
     pub spam_filter: Option<SpamFilterPatch>,
+    pub forward_to: Option<Vec<String>>,
+    pub keep_copy: Option<bool>,
 }
 
 /// A change to a mailbox's spam filter: the fields given.
@@ -116,6 +128,9 @@ impl Wtx<'_> {
         if !self.domain_exists(domain)? {
             return Err(Error::not_found("domain"));
         }
+        if self.alias_exists(domain, local)? {
+            return Err(Error::Conflict(format!("{local}@{domain} is an alias")));
+        }
         let mut table = self.tx.open_table(MAILBOXES)?;
         if table.get((domain, local))?.is_some() {
             return Err(Error::Conflict(format!("mailbox {local}@{domain} already exists")));
@@ -130,6 +145,8 @@ impl Wtx<'_> {
             min_gap_ms: None,
             quota_bytes: None,
             spam_filter: None,
+            forward_to: Vec::new(),
+            keep_copy: true,
         };
         table.insert((domain, local), encode(&mailbox)?.as_slice())?;
         Ok(mailbox)
@@ -156,6 +173,12 @@ impl Wtx<'_> {
         }
         if let Some(quota) = patch.quota_bytes {
             mailbox.quota_bytes = quota;
+        }
+        if let Some(targets) = patch.forward_to {
+            mailbox.forward_to = targets;
+        }
+        if let Some(keep) = patch.keep_copy {
+            mailbox.keep_copy = keep;
         }
         if let Some(change) = patch.spam_filter {
             mailbox.spam_filter = Some(change.apply(mailbox.spam_filter.unwrap_or_default()));

@@ -53,6 +53,7 @@
 //! - `kv`           the storage backend: ordered byte tables in transactions, typed tables above them
 //! - `error`        the store's error, and its mapping onto the API's
 
+mod aliases;
 mod attempts;
 mod backup;
 mod batches;
@@ -111,6 +112,7 @@ use scan::{drain_domain, get_json, scan_domain, scan_index};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use aliases::{Alias, CATCH_ALL};
 pub use attempts::Outcome;
 pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;

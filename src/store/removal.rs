@@ -34,6 +34,7 @@ impl Wtx<'_> {
             removed.mailboxes += 1;
         }
         removed.contacts = self.remove_domain_contacts(name)?;
+        self.remove_domain_aliases(name)?;
         self.remove_domain_sequences(name)?;
         self.remove_domain_webhooks(name)?;
         removed.sender_groups = drain_domain(&mut self.tx.open_table(GROUPS)?, name)?;

@@ -14,6 +14,8 @@ pub const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("api_keys");
 pub const KEY_HASHES: TableDefinition<&[u8], &str> = TableDefinition::new("api_key_hashes");
 /// (domain, local part) -> `Mailbox`
 pub const MAILBOXES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("mailboxes");
+/// (domain, local part) -> `Alias`: addresses that pass mail on; local part `*` is the catch-all.
+pub const ALIASES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("aliases");
 /// (domain, group id) -> `SenderGroup`
 pub const GROUPS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("sender_groups");
 /// (domain, contact id) -> `Contact`

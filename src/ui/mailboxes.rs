@@ -41,6 +41,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
                 }
             }
         }
+        p { a href="/ui/aliases" { "Aliases and the catch-all" } }
         h2 { "New mailbox" }
         form.card method="post" action="/ui/mailboxes" {
             (csrf_field(&user.csrf))

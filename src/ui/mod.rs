@@ -9,6 +9,7 @@ pub mod form;
 pub mod layout;
 pub mod session;
 
+mod aliases;
 mod chart;
 mod compose;
 mod contacts;
@@ -44,6 +45,9 @@ pub fn routes() -> Vec<Route> {
         r(get.clone(), "/ui/overview", handler!(overview::page)),
         r(get.clone(), "/ui/domain", handler!(domain::page)),
         r(get.clone(), "/ui/mailboxes", handler!(mailboxes::list)),
+        r(get.clone(), "/ui/aliases", handler!(aliases::list)),
+        r(post.clone(), "/ui/aliases", handler!(aliases::create)),
+        r(post.clone(), "/ui/aliases/{address}/delete", handler!(aliases::delete)),
         r(post.clone(), "/ui/mailboxes", handler!(mailboxes::create)),
         r(get.clone(), "/ui/mailboxes/{address}", handler!(mailboxes::show)),
         r(post.clone(), "/ui/mailboxes/{address}/delete", handler!(mailboxes::delete)),

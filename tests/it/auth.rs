@@ -44,6 +44,10 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         ("POST", "/v1/mailboxes") => Some(json!({"address": "probe", "displayName": "Probe"})),
         ("PATCH", "/v1/mailboxes/{address}") => Some(json!({"dailyLimit": 50, "minGapMs": 1000})),
         ("POST", "/v1/mailboxes/{address}/passwords") => Some(json!({"name": "Probe"})),
+        ("POST", "/v1/aliases") => {
+            Some(json!({"address": "probe-alias", "targets": ["ada@example.org"]}))
+        }
+        ("PATCH", "/v1/aliases/{address}") => Some(json!({"targets": ["ada@example.org"]})),
         ("POST", "/v1/mailboxes/{address}/folders") => Some(json!({"name": "Probe"})),
         ("PATCH", "/v1/mailboxes/{address}/folders/{name}") => Some(json!({"name": "Probe 2"})),
         ("PATCH", "/v1/emails/{id}") => Some(json!({"folder": "archive"})),
@@ -95,7 +99,8 @@ fn calls(access: Access) -> Vec<Call> {
 
 /// Checks that nothing was created on `c`'s domain.
 fn assert_domain_untouched(c: &Client) {
-    for list in ["/v1/mailboxes", "/v1/sender-groups", "/v1/contacts", "/v1/emails"] {
+    for list in ["/v1/mailboxes", "/v1/aliases", "/v1/sender-groups", "/v1/contacts", "/v1/emails"]
+    {
         assert_eq!(c.get(list).expect(200).json(), json!([]), "{list}");
     }
 }

@@ -61,6 +61,7 @@ mod pacing;
 mod paging;
 mod python_client;
 mod readme;
+mod routing;
 mod security;
 mod security_http;
 mod security_imap;

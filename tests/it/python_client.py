@@ -80,6 +80,16 @@ folders = call("mailboxes.list_folders", 200, "list[MailboxFolder]", address="ad
 assert [f.name for f in folders][-2:] == ["Projects", "Projects/2027"], folders
 call("mailboxes.delete_folder", 200, "FolderDeleted", address="ada", name="Projects")
 
+# Aliases.
+alias = call("aliases.create_alias", 201, "Alias",
+             body=body("CreateAlias", {"address": "team", "targets": [f"ada@{domain}", f"bob@{domain}"]})).parsed
+assert alias.address == f"team@{domain}", alias
+call("aliases.create_alias", 409, "Error", body=body("CreateAlias", {"address": "ada", "targets": [f"bob@{domain}"]}))
+call("aliases.list_aliases", 200, "list[Alias]")
+call("aliases.get_alias", 200, "Alias", address="team")
+call("aliases.update_alias", 200, "Alias", address="team", body=body("UpdateAlias", {"targets": [f"ada@{domain}"]}))
+call("aliases.delete_alias", 200, "Deleted", address="team")
+
 # Sender groups.
 group = call("sender_groups.create_sender_group", 201, "SenderGroup",
              body=body("CreateSenderGroup", {"name": "team", "mailboxes": ["ada", "bob"]})).parsed

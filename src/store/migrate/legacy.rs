@@ -148,6 +148,8 @@ mod tests {
             min_gap_ms: None,
             quota_bytes: None,
             spam_filter: None,
+            forward_to: Vec::new(),
+            keep_copy: true,
         };
         let mailboxes: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("mailboxes");
         let json = must(serde_json::to_vec(&mailbox));

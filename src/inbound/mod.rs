@@ -20,6 +20,7 @@ mod local;
 mod recipient;
 pub mod report;
 mod reports;
+mod sieve;
 mod trace;
 
 use std::future::Future;
@@ -112,6 +113,10 @@ pub struct Receiver {
     /// `inbound.*`: DMARC enforcement and the spam filter's lists.
     inbound: Inbound,
     filter: Filter,
+    /// The Sieve runtime mailbox scripts run in (`filters::runtime`).
+    sieve: Arc<::sieve::Runtime>,
+    /// Wakes the delivery queue for what Sieve scripts send (redirects, vacation answers).
+    queue: Option<crate::wake::Wake>,
 }
 
 /// What `Receiver::accept` did with a message.
@@ -124,6 +129,8 @@ pub enum Accepted {
     /// Refused with this reply: DMARC asks for it, or every recipient's filter scored it past
     /// its reject threshold.
     Refused(&'static str),
+    /// Refused with this reply: every recipient's Sieve script rejected it (RFC 5429).
+    Rejected(String),
 }
 
 /// The reply to mail every recipient's spam filter refuses.
@@ -155,7 +162,14 @@ impl Receiver {
             quota_default: crate::config::Mailbox::default().quota_bytes,
             inbound: Inbound::default(),
             filter: Filter::new(crate::junk::Models::new(), &Inbound::default()),
+            sieve: Arc::new(crate::filters::runtime(smtp.host())),
+            queue: None,
         }
+    }
+
+    /// The delivery queue's wake-up handle, for the mail Sieve scripts send.
+    pub(crate) fn set_queue_wake(&mut self, queue: crate::wake::Wake) {
+        self.queue = Some(queue);
     }
 
     /// Sets DMARC enforcement and the spam filter (`inbound.*`), with the classifier's models
@@ -228,12 +242,20 @@ impl Receiver {
             }
         }
         let (template, copies, reports, parents) = self.inbox(&envelope, seen, &verdict, &id);
-        let filed = self.filed(&envelope, &verdict, &full, &copies, &parents, forced).await?;
+        let mut filed = self.filed(&envelope, &verdict, &full, &copies, &parents, forced).await?;
         if !filed.is_empty() && filed.iter().all(|f| f.reject) {
             tracing::info!(from = %envelope.from, ip = %envelope.ip,
                 "message refused: spam past every recipient's reject threshold");
             return Ok(Accepted::Refused(SPAM_REFUSED));
         }
+        let mut copies = copies;
+        let decided = self.sieve_copies(&envelope, &full, &mut copies, &mut filed).await?;
+        if let Some(reply) = decided.refused {
+            tracing::info!(from = %envelope.from, ip = %envelope.ip,
+                "message refused: every recipient's Sieve script rejects it");
+            return Ok(Accepted::Rejected(reply));
+        }
+        let flags = decided.flags;
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
         let groups = groups(&template, &copies, filed, (&full, trace));
@@ -262,10 +284,16 @@ impl Receiver {
                     )?;
                     w.emit_received(&template, &group.copies, auth)?;
                 }
+                for (copy, mailbox, folder, flags) in &flags {
+                    w.imap_store_flags(mailbox, *folder, copy, flags.clone())?;
+                }
                 reports.apply(w, now)?;
                 Ok(true)
             })
             .await?;
+        if stored {
+            self.queue_sends(decided.sends).await;
+        }
         Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
     }
 

@@ -14,6 +14,7 @@
 //! - `contacts`     the contact book
 //! - `keys`         API keys
 //! - `passwords`    mailbox app passwords for mail clients
+//! - `sieve`        Sieve scripts, vacation settings and what vacation already answered
 //! - `pacing`       per-mailbox daily caps and gaps: the slot each paced send is given
 //! - `mailboxes`    mailboxes, and their sending limits
 //! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
@@ -91,6 +92,7 @@ mod scan;
 mod secrets;
 mod sequence_mail;
 mod sequences;
+mod sieve;
 mod stats;
 mod status;
 mod suppressions;
@@ -138,6 +140,7 @@ pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use quota::Quota;
 pub use removal::Removed;
 pub use sequences::*;
+pub use sieve::{MAX_SCRIPTS, SieveScript, Vacation};
 pub use stats::{DayCounts, day_of};
 pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
 pub use suppressions::Suppression;

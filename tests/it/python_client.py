@@ -80,6 +80,24 @@ folders = call("mailboxes.list_folders", 200, "list[MailboxFolder]", address="ad
 assert [f.name for f in folders][-2:] == ["Projects", "Projects/2027"], folders
 call("mailboxes.delete_folder", 200, "FolderDeleted", address="ada", name="Projects")
 
+# Sieve filter and vacation.
+call("mailboxes.get_sieve_script", 404, "Error", address="ada")
+script = 'require "fileinto";\nif header :contains "subject" "x" { fileinto "Projects"; }\n'
+put = call("mailboxes.put_sieve_script", 200, "SieveScript", address="ada",
+           body=body("PutSieveScript", {"script": script})).parsed
+assert put.script == script, put
+bad = call("mailboxes.put_sieve_script", 400, "Error", address="ada",
+           body=body("PutSieveScript", {"script": "keep"})).parsed
+assert "line" in bad.message, bad.message
+assert call("mailboxes.get_sieve_script", 200, "SieveScript", address="ada").parsed.script == script
+call("mailboxes.delete_sieve_script", 200, "Deleted", address="ada")
+call("mailboxes.get_vacation", 404, "Error", address="ada")
+away = call("mailboxes.put_vacation", 200, "Vacation", address="ada",
+            body=body("PutVacation", {"enabled": True, "subject": "Away", "text": "Back soon."})).parsed
+assert away.days == 7, away
+call("mailboxes.get_vacation", 200, "Vacation", address="ada")
+call("mailboxes.delete_vacation", 200, "Deleted", address="ada")
+
 # Sender groups.
 group = call("sender_groups.create_sender_group", 201, "SenderGroup",
              body=body("CreateSenderGroup", {"name": "team", "mailboxes": ["ada", "bob"]})).parsed

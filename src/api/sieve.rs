@@ -40,7 +40,7 @@ pub fn check_script(script: &str) -> Result<()> {
         ));
     }
     crate::filters::compile(script).map(|_| ()).map_err(|e| {
-        Error::invalid(format!("script error at {e}"), "fix the script at that line and column")
+        Error::invalid(format!("script error: {e}"), "fix the script at that line and column")
     })
 }
 

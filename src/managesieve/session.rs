@@ -149,7 +149,11 @@ async fn command<S: AsyncRead + AsyncWrite + Unpin>(
             next = Next::Close;
             "OK \"bye\"\r\n".to_owned()
         }
-        ("NOOP", _) => "OK \"done\"\r\n".to_owned(),
+        // RFC 5804 2.11: a tag is echoed, so a client can find the end of what it skipped.
+        ("NOOP", _) => match arg(0) {
+            Some(tag) => format!("OK (TAG {}) \"done\"\r\n", wire::string(&tag)),
+            None => "OK \"done\"\r\n".to_owned(),
+        },
         ("CAPABILITY", _) => format!("{}OK \"capabilities\"\r\n", capabilities(state, tls_offered)),
         ("STARTTLS", _) if tls_offered && !state.tls => {
             next = Next::StartTls;
@@ -325,7 +329,7 @@ fn w_active(w: &crate::store::Wtx<'_>, mailbox: &str, name: &str) -> crate::stor
 
 /// A refusal naming the first error of a script that does not compile.
 fn check(script: &str) -> Option<String> {
-    crate::filters::compile(script).err().map(|e| no(&format!("script error at {e}")))
+    crate::filters::compile(script).err().map(|e| no(&format!("script error: {e}")))
 }
 
 /// Script names: 1-128 characters, no control characters (RFC 5804 1.6).

@@ -69,7 +69,7 @@ fn fileinto_files_discard_drops_and_reject_refuses_at_the_end_of_data() {
     let f = Fixture::start();
     let api = f.world.api();
     api.post("/v1/mailboxes/sales/folders", json!({"name": "Invoices"})).expect(201);
-    let script = "require [\"fileinto\", \"reject\", \"imap4flags\"];\n\
+    let script = "require [\"fileinto\", \"reject\", \"imap4flags\", \"mailbox\"];\n\
                   if header :contains \"subject\" \"invoice\" { fileinto :flags \"\\\\Flagged\" \"Invoices\"; stop; }\n\
                   if header :contains \"subject\" \"offer\" { reject \"no offers, thanks\"; stop; }\n\
                   if header :contains \"subject\" \"noise\" { discard; stop; }\n\

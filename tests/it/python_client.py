@@ -87,7 +87,7 @@ put = call("mailboxes.put_sieve_script", 200, "SieveScript", address="ada",
            body=body("PutSieveScript", {"script": script})).parsed
 assert put.script == script, put
 bad = call("mailboxes.put_sieve_script", 400, "Error", address="ada",
-           body=body("PutSieveScript", {"script": "keep"})).parsed
+           body=body("PutSieveScript", {"script": "if true {\\n  fileinto \"x\";\\n}\\n"})).parsed
 assert "line" in bad.message, bad.message
 assert call("mailboxes.get_sieve_script", 200, "SieveScript", address="ada").parsed.script == script
 call("mailboxes.delete_sieve_script", 200, "Deleted", address="ada")

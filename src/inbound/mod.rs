@@ -249,7 +249,8 @@ impl Receiver {
             return Ok(Accepted::Refused(SPAM_REFUSED));
         }
         let mut copies = copies;
-        let decided = self.sieve_copies(&envelope, &full, &mut copies, &mut filed).await?;
+        let decided =
+            self.sieve_copies(&envelope, &verdict, &full, &mut copies, &mut filed).await?;
         if let Some(reply) = decided.refused {
             tracing::info!(from = %envelope.from, ip = %envelope.ip,
                 "message refused: every recipient's Sieve script rejects it");

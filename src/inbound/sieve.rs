@@ -250,6 +250,7 @@ impl super::Receiver {
     pub(super) async fn sieve_copies(
         &self,
         envelope: &super::Envelope,
+        verdict: &super::auth::Verdict,
         full: &[u8],
         copies: &mut Vec<(String, String)>,
         filed: &mut Vec<super::filter::Filed>,
@@ -299,9 +300,21 @@ impl super::Receiver {
             decided
                 .sends
                 .extend(o.sends.iter().map(|(to, m, _)| (mailbox.clone(), to.clone(), m.clone())));
-            if o.reject.is_some() {
-                // Never a bounce to a sender that may be forged (backscatter): logged only.
-                tracing::info!(%mailbox, from = %envelope.from, "message rejected by the mailbox's Sieve script; dropped");
+            if let Some(reason) = &o.reject {
+                // A notice goes only to a sender that authenticated (SPF for its own domain,
+                // or an aligned DKIM/SPF pass): never a bounce to a forged one (backscatter).
+                let sender_domain = crate::address::domain_key(&envelope.from);
+                let proven = verdict.aligned()
+                    || verdict
+                        .spf_pass
+                        .as_deref()
+                        .is_some_and(|d| d.eq_ignore_ascii_case(&sender_domain));
+                if proven && !envelope.from.is_empty() {
+                    let notice = rejection(&mailbox, &envelope.from, reason);
+                    decided.sends.push((mailbox.clone(), envelope.from.clone(), notice));
+                }
+                tracing::info!(%mailbox, from = %envelope.from, notified = proven,
+                    "message rejected by the mailbox's Sieve script; dropped");
                 continue;
             }
             if o.dropped() {
@@ -384,6 +397,18 @@ impl super::Receiver {
         self.store.write(move |w| w.enqueue_submitted(&email, &raw, now)).await?;
         Ok(())
     }
+}
+
+/// The notice telling an authenticated sender that one recipient's filter rejected the message.
+fn rejection(mailbox: &str, sender: &str, reason: &str) -> Vec<u8> {
+    format!(
+        "From: <{mailbox}>\r\nTo: <{sender}>\r\nSubject: Message rejected\r\n\
+         Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n\
+         Your message to {mailbox} was rejected by the recipient's filter:\r\n{}\r\n",
+        one_line(reason)
+    )
+    .into_bytes()
 }
 
 fn one_line(text: &str) -> String {

@@ -23,6 +23,7 @@ need dnsmasq dnsmasq-base
 need chromedriver chromium chromium-driver
 need curl curl
 need openssl openssl
+need sieve-connect sieve-connect
 need python3 python3 python3-venv
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 # imaptest (Dovecot's IMAP compliance suite, tests/it/imaptest.rs) builds against libdovecot.

@@ -198,6 +198,8 @@ pub struct Listeners {
     pub imap: Option<TcpListener>,
     /// IMAP over implicit TLS, when configured.
     pub imaps: Option<TcpListener>,
+    /// ManageSieve with STARTTLS, when configured.
+    pub managesieve: Option<TcpListener>,
     pub admin: UnixListener,
 }
 
@@ -211,6 +213,7 @@ impl Listeners {
             ("submissions", &self.submissions),
             ("imap", &self.imap),
             ("imaps", &self.imaps),
+            ("managesieve", &self.managesieve),
         ];
         for (name, listener) in optional {
             if let Some(l) = listener {
@@ -248,6 +251,10 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         Some(addr) => Some(bind_tcp(addr).await?),
         None => None,
     };
+    let managesieve = match config.managesieve.listen {
+        Some(addr) => Some(bind_tcp(addr).await?),
+        None => None,
+    };
     let path = crate::admin::socket_path(&config.data_dir);
     let _ = std::fs::remove_file(&path);
     let admin = UnixListener::bind(&path).map_err(|e| {
@@ -257,7 +264,7 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     }
-    Ok(Listeners { http, smtp, submission, submissions, imap, imaps, admin })
+    Ok(Listeners { http, smtp, submission, submissions, imap, imaps, managesieve, admin })
 }
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
@@ -325,11 +332,16 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
         (listeners.submissions, Endpoint::SUBMISSIONS),
     ];
     let imap = serve_imap(&app, logins.clone(), [listeners.imap, listeners.imaps], &tls, &shutdown);
+    let managesieve = listeners.managesieve.map(|listener| {
+        let deps =
+            Arc::new(crate::managesieve::Deps { store: app.store.clone(), logins: logins.clone() });
+        tokio::spawn(crate::managesieve::serve(listener, deps, tls.clone(), shutdown.clone()))
+    });
     let submission = serve_submission(&app, logins, submitted, tls, &shutdown);
     crate::http::server::serve(listeners.http, app.clone(), router, shutdown).await;
     let _ = admin.await;
     let _ = smtp.await;
-    for listener in submission.into_iter().chain(imap) {
+    for listener in submission.into_iter().chain(imap).chain(managesieve) {
         let _ = listener.await;
     }
     // Attempts in flight commit their outcomes before the store closes.

@@ -116,6 +116,9 @@ pub struct ServeArgs {
     /// IMAP listen address for mail clients, over implicit TLS.
     #[arg(long, value_name = "ADDR")]
     pub imaps: Option<String>,
+    /// ManageSieve listen address (RFC 5804) for managing Sieve filters, with STARTTLS.
+    #[arg(long, value_name = "ADDR")]
+    pub managesieve: Option<String>,
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
@@ -192,6 +195,7 @@ impl ServeArgs {
             ("submission.tls_listen", &self.submissions),
             ("imap.listen", &self.imap),
             ("imap.tls_listen", &self.imaps),
+            ("managesieve.listen", &self.managesieve),
         ];
         for (key, value) in addresses {
             if let Some(addr) = value {

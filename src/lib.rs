@@ -13,6 +13,7 @@
 //! Protocols:
 //! - `ui`        the web dashboard: sessions, CSRF, server-rendered pages over the API handlers
 //! - `submission` the mail system behind SMTP submission: logins, the bound sender, queueing
+//! - `managesieve` ManageSieve (RFC 5804): mail clients managing a mailbox's Sieve scripts
 //! - `imap`      IMAP listeners and sessions for mail clients, over the same store as the API
 //! - `smtp`      SMTP listeners and the one session: the MX of hosted domains, and submission
 //! - `api`       one module per REST resource, and the route table
@@ -33,6 +34,7 @@
 //! Building blocks:
 //! - `tracking`  signed tokens and link rewriting for opens, clicks and unsubscribes; bounce tags
 //! - `junk`      the spam classifier: message features, the Bayes model, scores, trained counts
+//! - `filters`   Sieve: compiling scripts under our limits, the runtime delivery runs them in
 //! - `mail`      building outgoing MIME, text from HTML, DKIM signing
 //! - `dkim`      DKIM key generation and the DNS records to publish
 //! - `auth`      API keys: format, hashing, the in-memory key table
@@ -76,6 +78,7 @@ pub mod demo;
 pub mod dkim;
 pub(crate) mod dns;
 pub mod error;
+pub(crate) mod filters;
 pub mod health;
 pub mod http;
 pub mod ids;
@@ -85,6 +88,7 @@ pub mod junk;
 pub(crate) mod listener;
 pub mod logging;
 pub mod mail;
+pub(crate) mod managesieve;
 pub mod metrics;
 pub mod mime;
 pub(crate) mod mta_sts;

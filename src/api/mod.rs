@@ -19,6 +19,7 @@ pub mod send_fields;
 pub mod sender_groups;
 pub mod sequence_input;
 pub mod sequences;
+pub mod sieve;
 pub mod suppressions;
 pub mod tools;
 pub mod tracking;
@@ -72,6 +73,17 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/aliases/{address}", Domain, handler!(aliases::get)),
         r(Method::PATCH, "/v1/aliases/{address}", Domain, handler!(aliases::update)),
         r(Method::DELETE, "/v1/aliases/{address}", Domain, handler!(aliases::delete)),
+        r(Method::GET, "/v1/mailboxes/{address}/sieve", Domain, handler!(sieve::get)),
+        r(Method::PUT, "/v1/mailboxes/{address}/sieve", Domain, handler!(sieve::put)),
+        r(Method::DELETE, "/v1/mailboxes/{address}/sieve", Domain, handler!(sieve::delete)),
+        r(Method::GET, "/v1/mailboxes/{address}/vacation", Domain, handler!(sieve::get_vacation)),
+        r(Method::PUT, "/v1/mailboxes/{address}/vacation", Domain, handler!(sieve::put_vacation)),
+        r(
+            Method::DELETE,
+            "/v1/mailboxes/{address}/vacation",
+            Domain,
+            handler!(sieve::delete_vacation),
+        ),
         r(Method::GET, "/v1/sender-groups", Domain, handler!(sender_groups::list)),
         r(Method::POST, "/v1/sender-groups", Domain, handler!(sender_groups::create)),
         r(Method::PATCH, "/v1/sender-groups/{id}", Domain, handler!(sender_groups::update)),
@@ -145,6 +157,8 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = aliases::parse_create(data, "example.com");
     let _ = aliases::parse_update(data);
     let _ = folders::parse_name(data);
+    let _ = sieve::parse_sieve(data);
+    let _ = sieve::parse_vacation(data, 0);
     let _ = emails::parse_patch(data);
     let _ = sender_groups::parse_create(data, "example.com");
     let _ = sender_groups::parse_update(data, "example.com");

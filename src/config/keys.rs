@@ -203,6 +203,10 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
         c.imap.listen = Some(parse_addr(v)?);
         Ok(())
     }),
+    ("managesieve.listen", |c, v| {
+        c.managesieve.listen = Some(parse_addr(v)?);
+        Ok(())
+    }),
     ("imap.tls_listen", |c, v| {
         c.imap.tls_listen = Some(parse_addr(v)?);
         Ok(())

@@ -44,6 +44,7 @@ pub struct Config {
     pub mailbox: Mailbox,
     pub submission: Submission,
     pub imap: Imap,
+    pub managesieve: ManageSieve,
     pub delivery: Delivery,
     pub shaping: Shaping,
     pub mta_sts: MtaSts,
@@ -184,6 +185,14 @@ pub struct Imap {
     pub stress_timeout: Duration,
 }
 
+/// ManageSieve (RFC 5804) for mail clients managing a mailbox's Sieve scripts: the listener
+/// (STARTTLS, the certificate the other TLS listeners serve; logins are the submission's).
+#[derive(Debug, Clone, Default)]
+pub struct ManageSieve {
+    /// Off when absent (port 4190 in production).
+    pub listen: Option<SocketAddr>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Log {
     /// A `tracing` filter such as `info` or `edgemail=debug,warn`.
@@ -220,6 +229,7 @@ impl Default for Config {
                 max_inflight_bytes: 128 * 1024 * 1024,
                 stress_timeout: Duration::from_secs(10),
             },
+            managesieve: ManageSieve::default(),
             delivery: Delivery {
                 relay: None,
                 relay_username: None,

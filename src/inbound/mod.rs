@@ -22,6 +22,7 @@ mod recipient;
 pub mod report;
 mod reports;
 mod routing;
+mod sieve;
 mod srs;
 mod trace;
 
@@ -119,8 +120,10 @@ pub struct Receiver {
     subaddress: String,
     /// The key of our SRS0 addresses (`srs`), derived from the server's secret.
     srs: ring::hmac::Key,
-    /// Wakes the delivery queue when mail is forwarded.
+    /// Wakes the delivery queue for mail sent on: forwards, redirects, vacation answers.
     queue: crate::wake::Wake,
+    /// The Sieve runtime mailbox scripts run in (`filters::runtime`).
+    sieve: Arc<::sieve::Runtime>,
 }
 
 /// What `Receiver::accept` did with a message.
@@ -133,6 +136,8 @@ pub enum Accepted {
     /// Refused with this reply: DMARC asks for it, or every recipient's filter scored it past
     /// its reject threshold.
     Refused(&'static str),
+    /// Refused with this reply: every recipient's Sieve script rejected it (RFC 5429).
+    Rejected(String),
 }
 
 /// The reply to mail every recipient's spam filter refuses.
@@ -190,11 +195,12 @@ impl Receiver {
             subaddress: smtp.subaddress_separator.clone(),
             srs: tokens.derived_key("srs"),
             queue: crate::wake::Wake::default(),
+            sieve: Arc::new(crate::filters::runtime(smtp.host())),
             tokens,
         }
     }
 
-    /// The delivery queue's wake-up handle, for forwarded mail.
+    /// The delivery queue's wake-up handle, for forwarded mail and what Sieve scripts send.
     pub fn set_queue(&mut self, queue: crate::wake::Wake) {
         self.queue = queue;
     }
@@ -335,12 +341,26 @@ impl Receiver {
         let why = forced.clone();
         let sender = crate::address::bare(&template.summary.from).to_owned();
         let found = (sender.as_str(), forced);
-        let filed = self.filed(&envelope, &verdict, &message, &copies, &parents, found).await?;
+        let mut filed = self.filed(&envelope, &verdict, &message, &copies, &parents, found).await?;
         if !filed.is_empty() && filed.iter().all(|f| f.reject) {
             tracing::info!(from = %envelope.from, ip = %envelope.ip,
                 "message refused: spam past every recipient's reject threshold");
             return Ok(Accepted::Refused(SPAM_REFUSED));
         }
+        let mut copies = copies;
+        // Sieve may drop copies (discard, reject, redirect): each kept one keeps its address.
+        let reached: std::collections::HashMap<String, String> =
+            copies.iter().map(|(copy, _)| copy.clone()).zip(delivered).collect();
+        let decided =
+            self.sieve_copies(&envelope, &verdict, &full, &mut copies, &mut filed).await?;
+        let delivered: Vec<String> =
+            copies.iter().map(|(copy, _)| reached.get(copy).cloned().unwrap_or_default()).collect();
+        if let Some(reply) = decided.refused {
+            tracing::info!(from = %envelope.from, ip = %envelope.ip,
+                "message refused: every recipient's Sieve script rejects it");
+            return Ok(Accepted::Rejected(reply));
+        }
+        let flags = decided.flags;
         let r = &verdict.results;
         let auth = [r.spf, r.dkim, r.dmarc];
         let groups = groups(&template, (&copies, &delivered), filed, (&full, trace));
@@ -386,6 +406,9 @@ impl Receiver {
                     )?;
                     w.emit_received(&template, &group.copies, auth)?;
                 }
+                for (copy, mailbox, folder, flags) in &flags {
+                    w.imap_store_flags(mailbox, *folder, copy, flags.clone())?;
+                }
                 reports.apply(w, now)?;
                 // In the same write as the copies: a message is forwarded if and only if stored.
                 for (email, raw) in &outgoing {
@@ -394,8 +417,11 @@ impl Receiver {
                 Ok(true)
             })
             .await?;
-        if stored && wake {
-            self.queue.wake();
+        if stored {
+            self.queue_sends(decided.sends).await;
+            if wake {
+                self.queue.wake();
+            }
         }
         Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
     }

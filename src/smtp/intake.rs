@@ -70,6 +70,7 @@ impl Intake for crate::inbound::Receiver {
             Ok(crate::inbound::Accepted::Stored(id)) => format!("250 2.0.0 queued as {id}\r\n"),
             Ok(crate::inbound::Accepted::OverQuota) => crate::inbound::MAILBOX_FULL.into(),
             Ok(crate::inbound::Accepted::Refused(reply)) => reply.into(),
+            Ok(crate::inbound::Accepted::Rejected(reply)) => reply,
             Err(crate::error::Error::StorageUnavailable(e)) => {
                 tracing::warn!(error = %e, "inbound message refused: the store takes no writes");
                 crate::inbound::STORAGE_FULL.into()

@@ -14,6 +14,7 @@
 //! - `contacts`     the contact book
 //! - `keys`         API keys
 //! - `passwords`    mailbox app passwords for mail clients
+//! - `sieve`        Sieve scripts, vacation settings and what vacation already answered
 //! - `pacing`       per-mailbox daily caps and gaps: the slot each paced send is given
 //! - `mailboxes`    mailboxes, and their sending limits
 //! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
@@ -93,6 +94,7 @@ mod secrets;
 mod senders;
 mod sequence_mail;
 mod sequences;
+mod sieve;
 mod stats;
 mod status;
 mod suppressions;
@@ -142,6 +144,7 @@ pub use quota::Quota;
 pub use removal::Removed;
 pub use senders::SenderHistory;
 pub use sequences::*;
+pub use sieve::{MAX_SCRIPTS, SieveScript, Vacation};
 pub use stats::{DayCounts, day_of};
 pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
 pub use suppressions::Suppression;

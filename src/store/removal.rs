@@ -29,6 +29,7 @@ impl Wtx<'_> {
             removed.emails += self.delete_mailbox_contents(&mailbox.address)?;
             self.forget_folders(&mailbox.address)?;
             self.remove_app_passwords(&mailbox.address)?;
+            self.remove_sieve(&mailbox.address)?;
             self.forget_junk(&mailbox.address)?;
             self.forget_senders(&mailbox.address)?;
             removed.mailboxes += 1;
@@ -54,6 +55,7 @@ impl Wtx<'_> {
         self.delete_mailbox_contents(&address)?;
         self.forget_folders(&address)?;
         self.remove_app_passwords(&address)?;
+        self.remove_sieve(&address)?;
         self.forget_junk(&address)?;
         self.forget_senders(&address)?;
         self.remove_from_groups(domain, &address)?;

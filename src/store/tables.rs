@@ -190,3 +190,12 @@ pub const GREYLIST: TableDefinition<(&str, &str, &str), u64> = TableDefinition::
 /// wrote to the address and how its user judged mail from it (`senders.rs`).
 pub const SENDER_HISTORY: TableDefinition<(&str, &str), &[u8]> =
     TableDefinition::new("sender_history");
+/// (mailbox address, script name) -> `SieveScript` (JSON): a mailbox's named Sieve scripts, the
+/// source as uploaded (ManageSieve keeps several; the API and delivery use the active one).
+pub const SIEVE_SCRIPTS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("sieve_scripts");
+/// Mailbox address -> `Vacation` (JSON): the mailbox's vacation auto-reply settings.
+pub const VACATIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("vacations");
+/// (mailbox address, duplicate id) -> the time (Unix ms) it stops counting: Sieve's duplicate
+/// tracking, which is how vacation answers one sender once per `days`.
+pub const SIEVE_SEEN: TableDefinition<(&str, &str), u64> = TableDefinition::new("sieve_seen");

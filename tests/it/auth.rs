@@ -49,6 +49,10 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         }
         ("PATCH", "/v1/aliases/{address}") => Some(json!({"targets": ["ada@example.org"]})),
         ("POST", "/v1/mailboxes/{address}/folders") => Some(json!({"name": "Probe"})),
+        ("PUT", "/v1/mailboxes/{address}/sieve") => Some(json!({"script": "keep;"})),
+        ("PUT", "/v1/mailboxes/{address}/vacation") => {
+            Some(json!({"enabled": true, "subject": "Away", "text": "Back soon."}))
+        }
         ("PATCH", "/v1/mailboxes/{address}/folders/{name}") => Some(json!({"name": "Probe 2"})),
         ("PATCH", "/v1/emails/{id}") => Some(json!({"folder": "archive"})),
         ("POST", "/v1/sender-groups") => {

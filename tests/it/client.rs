@@ -73,6 +73,10 @@ impl Client {
         self.request("POST", path, Some(body.to_string().into_bytes()))
     }
 
+    pub fn put(&self, path: &str, body: Value) -> Resp {
+        self.request("PUT", path, Some(body.to_string().into_bytes()))
+    }
+
     pub fn patch(&self, path: &str, body: Value) -> Resp {
         self.request("PATCH", path, Some(body.to_string().into_bytes()))
     }

@@ -76,6 +76,7 @@ mod sequence_delivery;
 mod sequence_outbound;
 mod sequences;
 mod shaping;
+mod sieve;
 mod storage_faults;
 mod submission;
 mod submission_reports;

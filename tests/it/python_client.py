@@ -89,6 +89,23 @@ call("aliases.list_aliases", 200, "list[Alias]")
 call("aliases.get_alias", 200, "Alias", address="team")
 call("aliases.update_alias", 200, "Alias", address="team", body=body("UpdateAlias", {"targets": [f"ada@{domain}"]}))
 call("aliases.delete_alias", 200, "Deleted", address="team")
+# Sieve filter and vacation.
+call("mailboxes.get_sieve_script", 404, "Error", address="ada")
+script = 'require "fileinto";\nif header :contains "subject" "x" { fileinto "Projects"; }\n'
+put = call("mailboxes.put_sieve_script", 200, "SieveScript", address="ada",
+           body=body("PutSieveScript", {"script": script})).parsed
+assert put.script == script, put
+bad = call("mailboxes.put_sieve_script", 400, "Error", address="ada",
+           body=body("PutSieveScript", {"script": "if true {\\n  fileinto \"x\";\\n}\\n"})).parsed
+assert "line" in bad.message, bad.message
+assert call("mailboxes.get_sieve_script", 200, "SieveScript", address="ada").parsed.script == script
+call("mailboxes.delete_sieve_script", 200, "Deleted", address="ada")
+call("mailboxes.get_vacation", 404, "Error", address="ada")
+away = call("mailboxes.put_vacation", 200, "Vacation", address="ada",
+            body=body("PutVacation", {"enabled": True, "subject": "Away", "text": "Back soon."})).parsed
+assert away.days == 7, away
+call("mailboxes.get_vacation", 200, "Vacation", address="ada")
+call("mailboxes.delete_vacation", 200, "Deleted", address="ada")
 
 # Sender groups.
 group = call("sender_groups.create_sender_group", 201, "SenderGroup",

@@ -17,6 +17,7 @@
 //! - `sieve`        Sieve scripts, vacation settings and what vacation already answered
 //! - `pacing`       per-mailbox daily caps and gaps: the slot each paced send is given
 //! - `mailboxes`    mailboxes, and their sending limits
+//! - `aliases`      addresses that lead to mailboxes or outside (the catch-all among them)
 //! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
 //! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
@@ -47,6 +48,7 @@
 //! - `email_doc`    the stored form of an email document, with the raw message of a single copy
 //! - `domains`      hosted domains and their DKIM keys
 //! - `status`       the states of messages, recipients and enrollments
+//! - `senders`      each mailbox's history with its correspondents, evidence for the spam filter
 //! - `scan`         reads and removals over a domain's slice of a table
 //! - `tables`       every table and its key layout
 //! - `writer`       the group-commit thread, and the probe of a degraded store

@@ -29,6 +29,16 @@ struct Cached {
     model: Model,
 }
 
+/// The features of `raw`: small messages where the caller runs, larger ones on the blocking
+/// pool (see [`INLINE_LIMIT`]).
+async fn features_of_raw(raw: &[u8]) -> Result<Features> {
+    if raw.len() <= INLINE_LIMIT {
+        return Ok(features(raw));
+    }
+    let raw = raw.to_vec();
+    tokio::task::spawn_blocking(move || features(&raw)).await.map_err(crate::store::Error::Task)
+}
+
 /// The cache of models; clones share it.
 #[derive(Clone, Default)]
 pub struct Models {
@@ -50,14 +60,7 @@ impl Models {
         evidence: &[(String, f64)],
         t: &Thresholds,
     ) -> Result<Verdict> {
-        let found = if raw.len() <= INLINE_LIMIT {
-            features(raw)
-        } else {
-            let raw = raw.to_vec();
-            tokio::task::spawn_blocking(move || features(&raw))
-                .await
-                .map_err(crate::store::Error::Task)?
-        };
+        let found = features_of_raw(raw).await?;
         self.classify_features(store, mailbox, &found, evidence, t).await
     }
 
@@ -99,14 +102,7 @@ impl Models {
             return Ok(());
         }
         let scope = scope.unwrap_or(GLOBAL).to_owned();
-        let found = if raw.len() <= INLINE_LIMIT {
-            features(raw)
-        } else {
-            let raw = raw.to_vec();
-            tokio::task::spawn_blocking(move || features(&raw))
-                .await
-                .map_err(crate::store::Error::Task)?
-        };
+        let found = features_of_raw(raw).await?;
         let training = JunkTraining { learn: Some(spam), unlearn: was };
         let (at, hashes) = (scope.clone(), found.hashes.clone());
         let totals = store.write(move |w| w.train_junk(&at, &hashes, training)).await?;

@@ -52,6 +52,11 @@ pub struct Score {
 }
 
 impl Model {
+    /// Whether nothing was learned into this model (or all of it was taken back).
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty() && self.spam_messages == 0 && self.ham_messages == 0
+    }
+
     /// Counts `features` as one more message of class `spam`.
     pub fn learn(&mut self, features: &Features, spam: bool) {
         for &token in &features.hashes {

@@ -173,8 +173,9 @@ impl Models {
 
 fn score(global: &Cached, own: Option<&Cached>, found: &Features) -> Score {
     match own {
-        Some(own) => own.model.score(Some(&global.model), found),
-        None => global.model.score(None, found),
+        // A mailbox nobody trained adds nothing: one lookup per token instead of two.
+        Some(own) if !own.model.is_empty() => own.model.score(Some(&global.model), found),
+        _ => global.model.score(None, found),
     }
 }
 

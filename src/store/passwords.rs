@@ -1,12 +1,12 @@
 //! Mailbox app passwords: what mail clients log in with. Only the PHC string of a slow salted
 //! hash is kept; the password itself is shown once, when it is made.
 
-use super::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
+use super::scan::scan_domain;
 use super::tables::*;
-use super::{Rtx, Tables, Wtx, decode, encode};
+use super::{Rtx, Tables, Wtx, encode};
 
 /// App passwords one mailbox may have: a login checks each of them, and each check is slow on
 /// purpose.
@@ -23,16 +23,7 @@ pub struct AppPassword {
 }
 
 fn of_mailbox(tx: &impl Tables, address: &str) -> Result<Vec<AppPassword>> {
-    let table = tx.table(APP_PASSWORDS)?;
-    let mut out = Vec::new();
-    for entry in table.range((address, "")..)? {
-        let (key, value) = entry?;
-        if key.value().0 != address {
-            break;
-        }
-        out.push(decode(value.value())?);
-    }
-    Ok(out)
+    scan_domain(&tx.table(APP_PASSWORDS)?, address)
 }
 
 impl Wtx<'_> {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
 use super::kv::ReadableTable;
+use super::scan::scan_domain;
 use super::tables::{SIEVE_SCRIPTS, SIEVE_SEEN, VACATIONS};
 use super::{Rtx, Tables, Wtx, decode, encode};
 
@@ -39,16 +40,7 @@ pub struct Vacation {
 }
 
 fn scripts(tx: &impl Tables, address: &str) -> Result<Vec<SieveScript>> {
-    let table = tx.table(SIEVE_SCRIPTS)?;
-    let mut out = Vec::new();
-    for entry in table.range((address, "")..)? {
-        let (key, value) = entry?;
-        if key.value().0 != address {
-            break;
-        }
-        out.push(decode(value.value())?);
-    }
-    Ok(out)
+    scan_domain(&tx.table(SIEVE_SCRIPTS)?, address)
 }
 
 impl Wtx<'_> {

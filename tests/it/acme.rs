@@ -159,7 +159,7 @@ fn http01_certificates_are_served_by_every_listener_and_renewed_live() {
     starttls(imap, Starttls::Imap, "mail.alpha.test", &roots).expect("IMAP STARTTLS"); // ok: test
     // The check is real: a name no certificate holds does not verify.
     let wrong = starttls(server.smtp, Starttls::Smtp, "nothere.alpha.test", &roots);
-    let why = wrong.err().expect("a name no certificate holds does not verify"); // ok: test
+    let why = wrong.expect_err("a name no certificate holds does not verify"); // ok: test
     eprintln!("nothere.alpha.test: {why}");
 
     // The HTTP-01 listener: unknown tokens are 404, everything else goes to HTTPS.

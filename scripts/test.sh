@@ -5,7 +5,8 @@
 #
 # The tests drive real peers: msmtp, mbsync and neomutt (mail clients; docs/mail-clients.md),
 # dnsmasq (a local DNS for docs/offline.md), Chromium through chromedriver (the
-# dashboard), imaptest (Dovecot's IMAP compliance suite, built from ../shared/peers), curl (the README's and docs' commands), openssl, PostgreSQL's initdb and pg_ctl (a
+# dashboard), imaptest (Dovecot's IMAP compliance suite, built from ../shared/peers), Pebble (an ACME CA,
+# tests/it/acme.rs), curl (the README's and docs' commands), openssl, PostgreSQL's initdb and pg_ctl (a
 # throwaway cluster on 127.0.0.1), and a Python client generated from schema/openapi.yaml (a venv
 # with openapi-python-client), and dkimpy (python3-dkim: verifies the ARC seal of forwarded mail,
 # tests/it/routing.rs). Everything runs on 127.0.0.1; only these installs need a network.
@@ -25,6 +26,8 @@ need curl curl
 need openssl openssl
 need sieve-connect sieve-connect
 need python3 python3 python3-venv
+# Pebble, Let's Encrypt's ACME test server (tests/it/acme.rs).
+need pebble pebble
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 # imaptest (Dovecot's IMAP compliance suite, tests/it/imaptest.rs) builds against libdovecot.
 for pkg in dovecot-core dovecot-dev autoconf automake libtool pkg-config make gcc libssl-dev \

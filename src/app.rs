@@ -78,6 +78,7 @@ impl Server {
             wake: store.events(),
             node: node.clone(),
         });
+        let certs = crate::certs::Certs::new(config.smtp.host());
         let state = Arc::new(AppState {
             tool_limits: ToolLimits::new(
                 config.tools.rate_per_minute,
@@ -96,6 +97,7 @@ impl Server {
             tokens,
             signers,
             junk: crate::junk::Models::new(),
+            certs,
         });
         Ok(Server { state, router, queue, sequences, warmup, webhooks, node })
     }
@@ -186,6 +188,48 @@ fn serve_imap(
         .collect()
 }
 
+/// Loads the certificates, then starts what depends on them: the HTTPS listener, the HTTP-01
+/// listener and the ACME engine. Answers the mail listeners' acceptor (`None`, with a warning,
+/// when no certificate loads: STARTTLS is then not offered) and the tasks started.
+async fn serve_certificates(
+    app: &App,
+    router: &Arc<Router>,
+    [https, challenges]: [Option<TcpListener>; 2],
+    shutdown: &Shutdown,
+) -> Result<(Option<tokio_rustls::TlsAcceptor>, Vec<tokio::task::JoinHandle<()>>)> {
+    let loaded = {
+        let state = app.clone();
+        tokio::task::spawn_blocking(move || state.certs.load(&state.config, &state.store))
+            .await
+            .map_err(Error::internal)?
+    };
+    if let Err(e) = loaded {
+        tracing::warn!(error = %e, "STARTTLS disabled");
+        return Ok((None, Vec::new()));
+    }
+    let certs = app.certs.clone();
+    let mut tasks = Vec::new();
+    let https_port = https.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port());
+    if let Some(listener) = https {
+        let (app, router, config) = (app.clone(), router.clone(), certs.https_config());
+        let serve = crate::http::server::serve_tls(listener, app, router, shutdown.clone(), config);
+        tasks.push(tokio::spawn(serve));
+    }
+    if let Some(listener) = challenges {
+        let serve = crate::certs::serve_http_challenges(
+            listener,
+            certs.clone(),
+            https_port,
+            shutdown.clone(),
+        );
+        tasks.push(tokio::spawn(serve));
+    }
+    let acme =
+        crate::certs::run(certs.clone(), app.store.clone(), app.config.clone(), shutdown.clone());
+    tasks.push(tokio::spawn(acme));
+    Ok((Some(tokio_rustls::TlsAcceptor::from(certs.server_config())), tasks))
+}
+
 /// Bound sockets, so callers (and tests) choose addresses, including port 0.
 pub struct Listeners {
     pub http: TcpListener,
@@ -200,6 +244,10 @@ pub struct Listeners {
     pub imaps: Option<TcpListener>,
     /// ManageSieve with STARTTLS, when configured.
     pub managesieve: Option<TcpListener>,
+    /// The HTTP routes over TLS (`--https`), when configured.
+    pub https: Option<TcpListener>,
+    /// ACME's HTTP-01 answers (`--http-challenge`), when configured.
+    pub http_challenge: Option<TcpListener>,
     pub admin: UnixListener,
 }
 
@@ -214,6 +262,8 @@ impl Listeners {
             ("imap", &self.imap),
             ("imaps", &self.imaps),
             ("managesieve", &self.managesieve),
+            ("https", &self.https),
+            ("http-challenge", &self.http_challenge),
         ];
         for (name, listener) in optional {
             if let Some(l) = listener {
@@ -255,6 +305,14 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         Some(addr) => Some(bind_tcp(addr).await?),
         None => None,
     };
+    let https = match config.http.tls_listen {
+        Some(addr) => Some(bind_tcp(addr).await?),
+        None => None,
+    };
+    let http_challenge = match config.acme.http_challenge_listen {
+        Some(addr) => Some(bind_tcp(addr).await?),
+        None => None,
+    };
     let path = crate::admin::socket_path(&config.data_dir);
     let _ = std::fs::remove_file(&path);
     let admin = UnixListener::bind(&path).map_err(|e| {
@@ -264,12 +322,24 @@ pub async fn bind(config: &Config) -> Result<Listeners> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     }
-    Ok(Listeners { http, smtp, submission, submissions, imap, imaps, managesieve, admin })
+    Ok(Listeners {
+        http,
+        smtp,
+        submission,
+        submissions,
+        imap,
+        imaps,
+        managesieve,
+        https,
+        http_challenge,
+        admin,
+    })
 }
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.
 pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Result<()> {
     let Server { state: app, router, queue, sequences, warmup, webhooks, node } = server;
+    let router = Arc::new(router);
     node.join(&app.store).await?;
     let cluster = {
         let reloading = app.clone();
@@ -310,15 +380,9 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
             }
         })
     };
-    let tls = {
-        let state = app.clone();
-        tokio::task::spawn_blocking(move || {
-            crate::smtp::tls::acceptor(&state.config.smtp, &state.store)
-        })
-        .await
-        .map_err(Error::internal)?
-    };
-    let tls = tls.map_err(|e| tracing::warn!(error = %e, "STARTTLS disabled")).ok();
+    let (tls, secured) =
+        serve_certificates(&app, &router, [listeners.https, listeners.http_challenge], &shutdown)
+            .await?;
     let smtp = tokio::spawn(crate::smtp::server::serve(
         listeners.smtp,
         Endpoint::MX,
@@ -339,6 +403,9 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     });
     let submission = serve_submission(&app, logins, submitted, tls, &shutdown);
     crate::http::server::serve(listeners.http, app.clone(), router, shutdown).await;
+    for task in secured {
+        let _ = task.await;
+    }
     let _ = admin.await;
     let _ = smtp.await;
     for listener in submission.into_iter().chain(imap).chain(managesieve) {

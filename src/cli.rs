@@ -119,6 +119,14 @@ pub struct ServeArgs {
     /// ManageSieve listen address (RFC 5804) for managing Sieve filters, with STARTTLS.
     #[arg(long, value_name = "ADDR")]
     pub managesieve: Option<String>,
+    /// HTTPS listen address: the HTTP listener's routes over TLS (HTTP/1.1 and HTTP/2), and
+    /// ACME's TLS-ALPN-01 challenges.
+    #[arg(long, value_name = "ADDR")]
+    pub https: Option<String>,
+    /// Plain HTTP listener for ACME's HTTP-01 challenges (port 80 in production); every other
+    /// request is redirected to HTTPS.
+    #[arg(long, value_name = "ADDR")]
+    pub http_challenge: Option<String>,
     /// Public base URL of this server, used in links we hand out.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
@@ -196,6 +204,8 @@ impl ServeArgs {
             ("imap.listen", &self.imap),
             ("imap.tls_listen", &self.imaps),
             ("managesieve.listen", &self.managesieve),
+            ("http.tls_listen", &self.https),
+            ("acme.http_challenge_listen", &self.http_challenge),
         ];
         for (key, value) in addresses {
             if let Some(addr) = value {

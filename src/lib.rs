@@ -30,6 +30,7 @@
 //! - `health`    domain health: SPF, DKIM, DMARC, MX and blacklist checks
 //! - `screening` recipient checks before sending (syntax, suppressions, disposable, MX)
 //! - `cluster`   this node among those sharing a store: heartbeat, leader lease, key generations
+//! - `certs`     the certificates TLS listeners serve (file, ACME, self-signed), swapped live
 //!
 //! Building blocks:
 //! - `tracking`  signed tokens and link rewriting for opens, clicks and unsubscribes; bounce tags
@@ -70,6 +71,7 @@ pub mod app;
 pub mod auth;
 pub mod bounce;
 pub(crate) mod budget;
+pub mod certs;
 pub mod cli;
 pub(crate) mod cluster;
 pub mod config;

@@ -35,6 +35,8 @@ pub struct AppState {
     /// The spam classifier's models, shared with the MX (which classifies) and IMAP (which
     /// trains, as the API does).
     pub junk: crate::junk::Models,
+    /// The certificates the TLS listeners serve now (`GET /v1/certificates`).
+    pub certs: Arc<crate::certs::Certs>,
 }
 
 pub type App = Arc<AppState>;

@@ -4,6 +4,7 @@
 pub mod aliases;
 pub mod analytics;
 pub mod bounces;
+pub mod certificates;
 pub mod contacts;
 pub mod downloads;
 pub mod emails;
@@ -117,6 +118,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/campaign-stats", Analytics, handler!(analytics::campaign_stats)),
         r(Method::GET, "/v1/bounces", Analytics, handler!(bounces::stats)),
         r(Method::GET, "/v1/domain-health", Analytics, handler!(health::domain_health)),
+        r(Method::GET, "/v1/certificates", Analytics, handler!(certificates::list)),
         r(Method::GET, "/v1/warmup", Analytics, handler!(warmup::list)),
         r(Method::POST, "/v1/warmup", Domain, handler!(warmup::enroll)),
         r(Method::DELETE, "/v1/warmup/{address}", Domain, handler!(warmup::disable)),

@@ -7,6 +7,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct Http {
     pub listen: SocketAddr,
+    /// The same routes over TLS (HTTP/1.1 and HTTP/2), when set (`--https`).
+    pub tls_listen: Option<SocketAddr>,
     /// Base of links we hand out (documentation, later tracking); defaults to `http://<listen>`.
     pub public_url: Option<String>,
     pub body_limit: usize,
@@ -32,6 +34,7 @@ impl Default for Http {
     fn default() -> Self {
         Http {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tls_listen: None,
             public_url: None,
             body_limit: 1024 * 1024,
             // 100 addresses of the longest kind for validate-emails fit, with room to spare.

@@ -2,6 +2,7 @@
 //! command-line flags; the later wins. Every key is known by name, so a typo is an error, and all
 //! problems are reported together rather than one per start attempt.
 
+mod acme;
 mod cluster;
 mod http;
 mod inbound;
@@ -13,6 +14,7 @@ mod smtp;
 #[cfg(test)]
 mod tests;
 
+pub use acme::Acme;
 pub use cluster::Cluster;
 pub use http::{Http, Tracking, Ui};
 pub use inbound::{DEFAULT_DNSBL, DmarcReject, Inbound};
@@ -48,6 +50,8 @@ pub struct Config {
     pub delivery: Delivery,
     pub shaping: Shaping,
     pub mta_sts: MtaSts,
+    /// Certificates over ACME (`acme.*`).
+    pub acme: Acme,
     /// What received mail is checked against (`inbound.*`).
     pub inbound: Inbound,
     pub tools: Tools,
@@ -250,6 +254,7 @@ impl Default for Config {
             },
             shaping: Shaping::default(),
             mta_sts: MtaSts::default(),
+            acme: Acme::default(),
             inbound: Inbound::default(),
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
@@ -299,6 +304,11 @@ impl Config {
 /// recent mail in memory.
 pub const DEFAULT_CACHE_SIZE: usize = 64 * 1024 * 1024;
 
+/// Every key: those of `keys.rs`, then those of the sections kept in their own files.
+fn all_keys() -> impl Iterator<Item = &'static (&'static str, Setter)> {
+    KEYS.iter().chain(acme::KEYS.iter())
+}
+
 /// The environment variable of a key: `http.body_limit` -> `EDGEMAIL_HTTP_BODY_LIMIT`.
 pub fn env_name(key: &str) -> String {
     format!("EDGEMAIL_{}", key.replace('.', "_").to_ascii_uppercase())
@@ -322,7 +332,7 @@ pub fn load(
         if !name.starts_with("EDGEMAIL_") {
             continue;
         }
-        match KEYS.iter().find(|(key, _)| env_name(key) == name) {
+        match all_keys().find(|(key, _)| env_name(key) == name) {
             Some((key, set)) => apply(&mut config, key, *set, &value, &name, &mut problems),
             None => match Shaping::env_key(&name) {
                 Some(key) => apply_group(&mut config, &key, &value, &name, &mut problems),
@@ -331,7 +341,7 @@ pub fn load(
         }
     }
     for (key, value) in flags {
-        if let Some((_, set)) = KEYS.iter().find(|(k, _)| k == key) {
+        if let Some((_, set)) = all_keys().find(|(k, _)| k == key) {
             apply(&mut config, key, *set, value, "the command line", &mut problems);
         }
     }
@@ -382,7 +392,7 @@ fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<
                 problems.push(format!("{origin}: {key} must be a string, number or boolean"));
                 continue;
             };
-            match KEYS.iter().find(|(k, _)| *k == key) {
+            match all_keys().find(|(k, _)| *k == key) {
                 Some((_, set)) => apply(config, &key, *set, &text, origin, problems),
                 None => problems.push(format!("{origin}: unknown key {key}")),
             }

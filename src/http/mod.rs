@@ -10,6 +10,7 @@ pub mod reply;
 pub mod request;
 pub mod router;
 pub mod server;
+mod tls;
 
 pub use reply::Reply;
 pub use request::Ctx;

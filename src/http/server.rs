@@ -27,13 +27,34 @@ use crate::error::{Error, Result};
 use crate::shutdown::Shutdown;
 use crate::state::App;
 
-pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown: Shutdown) {
-    let router = Arc::new(router);
+pub async fn serve(listener: TcpListener, app: App, router: Arc<Router>, shutdown: Shutdown) {
+    serve_on(listener, app, router, shutdown, None).await;
+}
+
+/// Serves the same routes over TLS (`--https`), with the certificates of `tls`.
+pub async fn serve_tls(
+    listener: TcpListener,
+    app: App,
+    router: Arc<Router>,
+    shutdown: Shutdown,
+    tls: Arc<rustls::ServerConfig>,
+) {
+    serve_on(listener, app, router, shutdown, Some(tokio_rustls::TlsAcceptor::from(tls))).await;
+}
+
+async fn serve_on(
+    listener: TcpListener,
+    app: App,
+    router: Arc<Router>,
+    mut shutdown: Shutdown,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let cfg = &app.config.http;
     let mut http = hyper::server::conn::http1::Builder::new();
     // The header timeout is kept per connection (`idle`), not by hyper per request.
     http.header_read_timeout(None).keep_alive(cfg.keep_alive).max_buf_size(64 * 1024);
     let limit = cfg.header_timeout;
+    let auto = super::tls::builder(cfg.keep_alive);
     let mut refuse = http.clone();
     refuse.keep_alive(false);
     let connections = Arc::new(Semaphore::new(cfg.max_connections));
@@ -44,12 +65,17 @@ pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown
         crate::listener::next(&listener, &connections, &mut shutdown).await
     {
         let activity = Activity::new();
-        let stream = TokioIo::new(Watched::new(stream, activity.clone()));
         let app = app.clone();
         let exempt = cfg.trusted_proxies.contains(&peer.ip());
         let slot =
             per_ip.enter(peer.ip(), if exempt { usize::MAX } else { cfg.max_connections_per_ip });
+        let secure = tls.is_some();
         let Some(slot) = slot else {
+            if secure {
+                // No answer over TLS without a handshake: the connection just closes.
+                continue;
+            }
+            let stream = TokioIo::new(Watched::new(stream, activity.clone()));
             // Over the per-address cap: one answer saying so, then the connection closes.
             let service = service_fn(move |_req| {
                 let reply =
@@ -66,9 +92,19 @@ pub async fn serve(listener: TcpListener, app: App, router: Router, mut shutdown
         let (router, budget) = (router.clone(), budget.clone());
         let answering = activity.clone();
         let service = service_fn(move |req| {
-            let on = Conn { peer, activity: answering.clone(), budget: budget.clone() };
+            let on = Conn { peer, activity: answering.clone(), budget: budget.clone(), secure };
             handle(app.clone(), router.clone(), on, req)
         });
+        if let Some(acceptor) = &tls {
+            let conn = (acceptor.clone(), auto.clone());
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                super::tls::connection(conn, stream, activity, service, (watcher, limit)).await;
+                drop((permit, slot));
+            });
+            continue;
+        }
+        let stream = TokioIo::new(Watched::new(stream, activity.clone()));
         let conn = graceful.watch(http.serve_connection(stream, service));
         tokio::spawn(async move {
             if let Some(Err(e)) = until_idle(conn, &activity, limit).await {
@@ -104,6 +140,8 @@ struct Conn {
     peer: SocketAddr,
     activity: Arc<Activity>,
     budget: Budget,
+    /// Over TLS: answers get HSTS and `Secure` cookies.
+    secure: bool,
 }
 
 async fn handle(
@@ -112,7 +150,7 @@ async fn handle(
     on: Conn,
     req: Request<Incoming>,
 ) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
-    let Conn { peer, activity, budget } = on;
+    let Conn { peer, activity, budget, secure } = on;
     let started = Instant::now();
     activity.request();
     let method = req.method().clone();
@@ -137,7 +175,11 @@ async fn handle(
         key: key_id.as_deref().unwrap_or("-"),
     });
     crate::metrics::http_request(route, reply.status.as_u16(), took);
-    Ok(reply.into_response())
+    let mut response = reply.into_response();
+    if secure {
+        super::tls::secure(&mut response);
+    }
+    Ok(response)
 }
 
 /// What the request's log line and metrics learn while it is dispatched.

@@ -10,7 +10,6 @@
 //! - `guard`    what the I/O loop checks besides the session: shedding, limits per address
 //! - `replies`  the fixed replies of a session
 //! - `server`   the listener, connection caps, the I/O loop around a session, STARTTLS
-//! - `tls`      the certificate for STARTTLS and implicit TLS
 
 pub mod actions;
 mod auth;
@@ -21,7 +20,6 @@ pub mod intake;
 mod replies;
 pub mod server;
 pub mod session;
-pub mod tls;
 
 #[cfg(test)]
 mod transcript_tests;

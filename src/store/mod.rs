@@ -33,6 +33,7 @@
 //! - `queue`        the delivery queue, and the Message-IDs of what we sent
 //! - `suppressions` addresses a domain must not send to
 //! - `idempotency`  Idempotency-Key records of API requests, and their expiry
+//! - `certificates` certificates obtained over ACME, and the ACME account they were ordered on
 //! - `secrets`      secrets made on first start
 //! - `trained`      what each received message taught the junk classifier
 //! - `greylist`     greylisting's triplets of client network, sender and recipient
@@ -61,6 +62,7 @@ mod attempts;
 mod backup;
 mod batches;
 mod bodies;
+mod certificates;
 mod cluster;
 mod contacts;
 mod domains;
@@ -121,6 +123,7 @@ pub use attempts::Outcome;
 pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use bodies::SentBody;
+pub use certificates::StoredCertificate;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
 pub use emails::{

@@ -199,3 +199,6 @@ pub const VACATIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("vacati
 /// (mailbox address, duplicate id) -> the time (Unix ms) it stops counting: Sieve's duplicate
 /// tracking, which is how vacation answers one sender once per `days`.
 pub const SIEVE_SEEN: TableDefinition<(&str, &str), u64> = TableDefinition::new("sieve_seen");
+/// `account:<directory URL>` -> the ACME account's credentials (JSON, with its key);
+/// `cert:<group>` -> `StoredCertificate` (JSON): certificates obtained over ACME.
+pub const ACME: TableDefinition<&str, &[u8]> = TableDefinition::new("acme");

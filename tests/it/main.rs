@@ -5,14 +5,17 @@ mod client;
 mod dns;
 mod harness;
 mod mail_clients;
+mod pebble;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
 mod schema;
 mod smtp_client;
 mod smtp_sink;
+mod tls_check;
 mod webdriver;
 mod webhook_receiver;
 
+mod acme;
 mod amplification;
 mod analytics;
 mod api_description;

@@ -1,37 +1,20 @@
-//! The certificate of every SMTP listener (STARTTLS and implicit TLS): the configured PEM files,
-//! or a self-signed leaf certificate (not a CA) generated on first start and kept in the store,
-//! so it stays the same across restarts and clients can pin it. Its subject is `smtp.hostname`,
+//! The offline fallback of every TLS listener: a self-signed leaf certificate (not a CA)
+//! generated on first start and kept in the store, so it stays the same across restarts and
+//! clients can pin it. Its subject is `smtp.hostname`,
 //! it names `localhost`, 127.0.0.1 and ::1 too, and it is valid for a year: a start within
 //! 30 days of its end makes a new one.
 
-use std::sync::Arc;
-
-use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::TlsAcceptor;
 
-use crate::config::Smtp;
+use super::{Served, Source};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-pub fn acceptor(cfg: &Smtp, store: &Store) -> Result<TlsAcceptor> {
-    let (certs, key) = match (&cfg.tls_cert, &cfg.tls_key) {
-        (Some(cert), Some(key)) => {
-            let certs = CertificateDer::pem_file_iter(cert)
-                .and_then(|i| i.collect::<std::result::Result<Vec<_>, _>>())
-                .map_err(|e| Error::internal(format!("{}: {e}", cert.display())))?;
-            let key = PrivateKeyDer::from_pem_file(key)
-                .map_err(|e| Error::internal(format!("{}: {e}", key.display())))?;
-            (certs, key)
-        }
-        _ => self_signed(cfg.host(), store)?,
-    };
-    let config = ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| Error::internal(format!("TLS certificate: {e}")))?;
-    Ok(TlsAcceptor::from(Arc::new(config)))
+/// The self-signed certificate of `host`, made and stored on first start (blocking).
+pub(super) fn load(host: &str, store: &Store) -> Result<Served> {
+    let (certs, key) = self_signed(host, store)?;
+    super::served_from_der(certs, &key, Source::SelfSigned)
 }
 
 /// How long a self-signed certificate is valid, and how early before its end a start renews it.

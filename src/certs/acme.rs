@@ -1,0 +1,295 @@
+//! ACME (RFC 8555) on instant-acme: one account per directory and certificates per group of
+//! names, both kept in the store, so every node and every backup has them. A group is
+//! `acme.names` when set, else `smtp.hostname` alone and, per hosted domain, its `mail.`,
+//! `autoconfig.` and `mta-sts.` names. A certificate is renewed two thirds into its lifetime;
+//! a failed order is tried again after `acme.retry_initial`, doubling up to `acme.retry_max`.
+//! Challenges: HTTP-01 when the `--http-challenge` listener runs, else TLS-ALPN-01 on
+//! `--https`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use instant_acme::{
+    Account, AccountCredentials, AuthorizationStatus, ChallengeType, Identifier, NewAccount,
+    NewOrder, OrderStatus, RetryPolicy,
+};
+
+use super::{Certs, Served, Source};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::shutdown::Shutdown;
+use crate::store::{Store, StoredCertificate};
+
+/// How often the groups are looked at again when nothing is due: hosted domains come and go,
+/// and another node may have renewed a certificate.
+const RECHECK: Duration = Duration::from_secs(60);
+
+/// A stored certificate as the listeners serve it, unless it has expired or does not load.
+pub(super) fn served(group: &str, stored: &StoredCertificate) -> Option<Served> {
+    let now = crate::ids::now_ms() as i64;
+    let served = super::served_from_pem(
+        stored.chain_pem.as_bytes(),
+        stored.key_pem.as_bytes(),
+        Source::Acme,
+    );
+    match served {
+        Ok(s) if s.info.not_after > now => Some(s),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(group, error = %e, "a stored ACME certificate does not load");
+            None
+        }
+    }
+}
+
+/// Orders and renews until `shutdown`, installing each new certificate in `certs`.
+pub async fn run(
+    certs: Arc<Certs>,
+    store: Arc<Store>,
+    config: Arc<Config>,
+    mut shutdown: Shutdown,
+) {
+    let Some(directory) = config.acme.directory.clone() else { return };
+    if certs.from_file() {
+        tracing::info!("acme.directory is set, but a certificate file is configured: it wins");
+        return;
+    }
+    let kind = match (config.acme.http_challenge_listen, config.http.tls_listen) {
+        (Some(_), _) => ChallengeType::Http01,
+        (None, Some(_)) => ChallengeType::TlsAlpn01,
+        (None, None) => {
+            tracing::warn!("ACME needs --http-challenge (HTTP-01) or --https (TLS-ALPN-01)");
+            return;
+        }
+    };
+    let mut account = None;
+    let mut failures: HashMap<String, (u32, u64)> = HashMap::new();
+    loop {
+        let wait =
+            match round(&certs, &store, &config, (&directory, &kind), &mut account, &mut failures)
+                .await
+            {
+                Ok(wait) => wait,
+                Err(e) => {
+                    tracing::warn!(error = %e, "ACME: no certificates this round");
+                    config.acme.retry_initial
+                }
+            };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = shutdown.wait() => return,
+        }
+    }
+}
+
+/// One look at every group: reload what the store holds, order what is missing or due. Answers
+/// how long to wait before the next look.
+async fn round(
+    certs: &Certs,
+    store: &Store,
+    config: &Config,
+    (directory, kind): (&str, &ChallengeType),
+    account: &mut Option<Account>,
+    failures: &mut HashMap<String, (u32, u64)>,
+) -> Result<Duration> {
+    let stored: HashMap<String, StoredCertificate> =
+        store.read(|r| r.certificates()).await?.into_iter().collect();
+    certs.install(stored.iter().filter_map(|(g, c)| served(g, c)).collect());
+    let groups = groups(config, store).await?;
+    let mut next = crate::ids::now_ms() + RECHECK.as_millis() as u64;
+    for (group, names) in groups {
+        let now = crate::ids::now_ms();
+        let current = stored.get(&group).filter(|c| same_names(&c.names, &names));
+        if let Some(c) = current {
+            let due = renew_at(c);
+            if now < due {
+                next = next.min(due);
+                continue;
+            }
+        }
+        if let Some((_, after)) = failures.get(&group).filter(|(_, after)| now < *after) {
+            next = next.min(*after);
+            continue;
+        }
+        let obtained = match account_for(account, store, config, directory).await {
+            Ok(acct) => order(&acct, certs, &names, kind).await,
+            Err(e) => Err(e),
+        };
+        match obtained {
+            Ok(cert) => {
+                tracing::info!(names = ?cert.names, challenge = ?kind, "certificate obtained over ACME");
+                failures.remove(&group);
+                next = next.min(renew_at(&cert));
+                let g = group.clone();
+                store.write(move |w| w.put_certificate(&g, &cert)).await?;
+                let stored = store.read(|r| r.certificates()).await?;
+                certs.install(stored.iter().filter_map(|(g, c)| served(g, c)).collect());
+            }
+            Err(e) => {
+                let tries = failures.get(&group).map_or(0, |(n, _)| *n);
+                let wait = backoff(config, tries);
+                tracing::warn!(?names, error = %e, retry_in = ?wait, "ACME order failed");
+                let after = now + wait.as_millis() as u64;
+                failures.insert(group, (tries + 1, after));
+                next = next.min(after);
+            }
+        }
+    }
+    // At least a second between looks, even if a CA issues certificates already due.
+    let wait = next.saturating_sub(crate::ids::now_ms()).max(1000);
+    Ok(Duration::from_millis(wait))
+}
+
+/// The wait after `tries` failures in a row: `retry_initial` doubled each time, up to
+/// `retry_max`.
+pub(super) fn backoff(config: &Config, tries: u32) -> Duration {
+    let factor = 1u32.checked_shl(tries.min(20)).unwrap_or(u32::MAX);
+    config.acme.retry_initial.saturating_mul(factor).min(config.acme.retry_max)
+}
+
+/// When a certificate is due for renewal (Unix ms): two thirds into its lifetime.
+pub(super) fn renew_at(c: &StoredCertificate) -> u64 {
+    let (start, end) = (c.not_before * 1000, c.not_after * 1000);
+    start + end.saturating_sub(start) / 3 * 2
+}
+
+fn same_names(a: &[String], b: &[String]) -> bool {
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort();
+    b.sort();
+    a == b
+}
+
+/// The groups of names to hold certificates for, by group key.
+async fn groups(config: &Config, store: &Store) -> Result<Vec<(String, Vec<String>)>> {
+    if !config.acme.names.is_empty() {
+        return Ok(vec![("names".to_owned(), config.acme.names.clone())]);
+    }
+    let mut out = Vec::new();
+    let host = config.smtp.host();
+    // A name without a dot (`localhost`) cannot be validated by any public CA.
+    if host.contains('.') {
+        out.push(("host".to_owned(), vec![host.to_owned()]));
+    }
+    for domain in store.read(|r| r.domains()).await? {
+        let names = ["mail", "autoconfig", "mta-sts"].map(|p| format!("{p}.{}", domain.name));
+        out.push((format!("domain:{}", domain.name), names.to_vec()));
+    }
+    Ok(out)
+}
+
+/// The account on `directory`: from memory, from the store, or created (and stored).
+async fn account_for(
+    account: &mut Option<Account>,
+    store: &Store,
+    config: &Config,
+    directory: &str,
+) -> Result<Account> {
+    if let Some(a) = account {
+        return Ok(a.clone());
+    }
+    let failed = |e: instant_acme::Error| Error::Unavailable(format!("ACME account: {e}"));
+    let builder = || match &config.acme.ca_file {
+        Some(ca) => Account::builder_with_root(ca).map_err(failed),
+        None => Account::builder().map_err(failed),
+    };
+    let dir = directory.to_owned();
+    let stored = store.read(move |r| r.acme_account(&dir)).await?;
+    let credentials = stored.and_then(|s| serde_json::from_slice::<AccountCredentials>(&s).ok());
+    let made = match credentials {
+        Some(credentials) => builder()?.from_credentials(credentials).await.map_err(failed)?,
+        None => {
+            let contact = config.acme.email.as_ref().map(|e| format!("mailto:{e}"));
+            let contact: Vec<&str> = contact.iter().map(String::as_str).collect();
+            let new = NewAccount {
+                contact: &contact,
+                terms_of_service_agreed: true,
+                only_return_existing: false,
+            };
+            let (made, credentials) =
+                builder()?.create(&new, directory.to_owned(), None).await.map_err(failed)?;
+            let bytes = serde_json::to_vec(&credentials).map_err(Error::internal)?;
+            let dir = directory.to_owned();
+            store.write(move |w| w.put_acme_account(&dir, &bytes)).await?;
+            made
+        }
+    };
+    *account = Some(made.clone());
+    Ok(made)
+}
+
+/// What a challenge in flight put up, taken down when the order ends however it ends.
+enum Posted {
+    Token(String),
+    Alpn(String),
+}
+
+/// One order: its challenges answered, then the certificate fetched.
+async fn order(
+    account: &Account,
+    certs: &Certs,
+    names: &[String],
+    kind: &ChallengeType,
+) -> Result<StoredCertificate> {
+    let mut posted = Vec::new();
+    let result = order_posting(account, certs, names, kind, &mut posted).await;
+    for p in posted {
+        match p {
+            Posted::Token(t) => certs.set_token(&t, None),
+            Posted::Alpn(n) => certs.set_alpn_challenge(&n, None),
+        }
+    }
+    result
+}
+
+async fn order_posting(
+    account: &Account,
+    certs: &Certs,
+    names: &[String],
+    kind: &ChallengeType,
+    posted: &mut Vec<Posted>,
+) -> Result<StoredCertificate> {
+    let failed = |e: instant_acme::Error| Error::Unavailable(format!("ACME: {e}"));
+    let ids: Vec<Identifier> = names.iter().map(|n| Identifier::Dns(n.clone())).collect();
+    let mut order = account.new_order(&NewOrder::new(&ids)).await.map_err(failed)?;
+    let mut authorizations = order.authorizations();
+    while let Some(authz) = authorizations.next().await {
+        let mut authz = authz.map_err(failed)?;
+        match authz.status {
+            AuthorizationStatus::Pending => {}
+            AuthorizationStatus::Valid => continue,
+            other => return Err(Error::Unavailable(format!("ACME authorization {other:?}"))),
+        }
+        let mut challenge = authz
+            .challenge(kind.clone())
+            .ok_or_else(|| Error::Unavailable(format!("the CA offers no {kind:?} challenge")))?;
+        let authorization = challenge.key_authorization();
+        if *kind == ChallengeType::Http01 {
+            certs.set_token(&challenge.token, Some(authorization.as_str().to_owned()));
+            posted.push(Posted::Token(challenge.token.clone()));
+        } else {
+            let name = challenge.identifier().to_string().to_ascii_lowercase();
+            let key = super::challenge::alpn_certificate(&name, authorization.digest().as_ref())?;
+            certs.set_alpn_challenge(&name, Some(key));
+            posted.push(Posted::Alpn(name));
+        }
+        challenge.set_ready().await.map_err(failed)?;
+    }
+    let retries = RetryPolicy::new().timeout(Duration::from_secs(60));
+    let status = order.poll_ready(&retries).await.map_err(failed)?;
+    if status != OrderStatus::Ready {
+        let why = order.state().error.as_ref().map(|p| p.to_string()).unwrap_or_default();
+        return Err(Error::Unavailable(format!("ACME order {status:?}: {why}")));
+    }
+    let key_pem = order.finalize().await.map_err(failed)?;
+    let chain_pem = order.poll_certificate(&retries).await.map_err(failed)?;
+    let served = super::served_from_pem(chain_pem.as_bytes(), key_pem.as_bytes(), Source::Acme)?;
+    Ok(StoredCertificate {
+        names: names.to_vec(),
+        chain_pem,
+        key_pem,
+        not_before: (served.info.not_before / 1000).max(0) as u64,
+        not_after: (served.info.not_after / 1000).max(0) as u64,
+    })
+}

@@ -1,0 +1,134 @@
+//! Pebble, the ACME test server Let's Encrypt publishes (Debian's `pebble` package), for the
+//! ACME tests: one per test binary, on free ports of 127.0.0.1, resolving names through a test
+//! DNS server and validating challenges for real against our listeners (its `httpPort` and
+//! `tlsPort` are the ports our `--http-challenge` and `--https` listeners take). Certificates
+//! it issues are valid for `VALIDITY_SECS`, so a renewal (two thirds in) happens within a test.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::dns::Dns;
+use crate::harness::TempDir;
+
+/// Seconds an issued certificate is valid; renewal comes after two thirds of it.
+pub const VALIDITY_SECS: u64 = 15;
+
+pub struct Pebble {
+    /// The ACME directory URL.
+    pub directory: String,
+    /// The PEM certificate of Pebble's own HTTPS (`acme.ca_file`).
+    pub ca_file: PathBuf,
+    /// The ports Pebble validates HTTP-01 and TLS-ALPN-01 challenges on.
+    pub http_port: u16,
+    pub tls_port: u16,
+    /// The DNS server Pebble resolves names with; tests add the names they order.
+    pub dns: Dns,
+    management: SocketAddr,
+    _dir: TempDir,
+}
+
+/// A port free now on 127.0.0.1 (bound and let go).
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port"); // ok: test
+    l.local_addr().expect("address").port() // ok: test
+}
+
+impl Pebble {
+    pub fn shared() -> &'static Pebble {
+        static PEBBLE: OnceLock<Pebble> = OnceLock::new();
+        PEBBLE.get_or_init(Pebble::start)
+    }
+
+    fn start() -> Pebble {
+        let dir = TempDir::new("pebble");
+        // Pebble's own HTTPS certificate, for 127.0.0.1 (the package ships none).
+        let names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+        let key = rcgen::KeyPair::generate().expect("key"); // ok: test
+        let cert = rcgen::CertificateParams::new(names)
+            .expect("params") // ok: test
+            .self_signed(&key)
+            .expect("self-signed"); // ok: test
+        let ca_file = dir.0.join("pebble-cert.pem");
+        let key_file = dir.0.join("pebble-key.pem");
+        std::fs::write(&ca_file, cert.pem()).expect("write cert"); // ok: test
+        std::fs::write(&key_file, key.serialize_pem()).expect("write key"); // ok: test
+        let (acme, management) = (free_port(), free_port());
+        let (http_port, tls_port) = (free_port(), free_port());
+        let config = serde_json::json!({ "pebble": {
+            "listenAddress": format!("127.0.0.1:{acme}"),
+            "managementListenAddress": format!("127.0.0.1:{management}"),
+            "certificate": ca_file,
+            "privateKey": key_file,
+            "httpPort": http_port,
+            "tlsPort": tls_port,
+            "ocspResponderURL": "",
+            "externalAccountBindingRequired": false,
+            "certificateValidityPeriod": VALIDITY_SECS,
+        }});
+        let config_file = dir.0.join("pebble-config.json");
+        std::fs::write(&config_file, config.to_string()).expect("write config"); // ok: test
+        let dns = Dns::start();
+        let log = dir.0.join("pebble.log");
+        // Pebble runs under a watchdog that stops it when this test process ends. Validation is
+        // real: PEBBLE_VA_ALWAYS_VALID stays unset; only the VA's random sleep and the nonce
+        // rejections are turned off, for speed and determinism.
+        let script = format!(
+            "pebble -config {config} -dnsserver {dns} >{log} 2>&1 & p=$!; \
+             while kill -0 {pid} 2>/dev/null && kill -0 $p 2>/dev/null; do sleep 1; done; kill $p",
+            config = config_file.display(),
+            dns = dns.addr(),
+            log = log.display(),
+            pid = std::process::id(),
+        );
+        // The watchdog shell is not waited for: it ends with this process (as pg_cluster's).
+        let _ = Command::new("sh")
+            .args(["-c", &script])
+            .env("PEBBLE_VA_NOSLEEP", "1")
+            .env("PEBBLE_WFE_NONCEREJECT", "0")
+            .env_remove("PEBBLE_VA_ALWAYS_VALID")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", acme)).is_err()
+            || TcpStream::connect(("127.0.0.1", management)).is_err()
+        {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(
+                Instant::now() < deadline,
+                "pebble did not start (apt-get install pebble; scripts/test.sh installs it):\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Pebble {
+            directory: format!("https://127.0.0.1:{acme}/dir"),
+            ca_file,
+            http_port,
+            tls_port,
+            dns,
+            management: SocketAddr::from((Ipv4Addr::LOCALHOST, management)),
+            _dir: dir,
+        }
+    }
+
+    /// Makes `names` resolve to 127.0.0.1 for Pebble's validation.
+    pub fn resolve_here(&self, names: &[&str]) {
+        for name in names {
+            self.dns.add_a(name, Ipv4Addr::LOCALHOST);
+        }
+    }
+
+    /// The root Pebble issues under (PEM), from its management interface: what clients trust.
+    pub fn root(&self) -> String {
+        let roots =
+            crate::tls_check::roots_from_pem(&std::fs::read_to_string(&self.ca_file).expect("ca")); // ok: test
+        let (status, _, body) =
+            crate::tls_check::https_get(self.management, "127.0.0.1", &roots, "/roots/0");
+        assert_eq!(status, 200, "pebble's root: {body}");
+        body
+    }
+}

@@ -35,6 +35,8 @@ pub struct AppState {
     /// The spam classifier's models, shared with the MX (which classifies) and IMAP (which
     /// trains, as the API does).
     pub junk: crate::junk::Models,
+    /// The ports the mail client listeners bound, set once they are (autoconfig names them).
+    pub bound: std::sync::OnceLock<crate::hosting::Bound>,
 }
 
 pub type App = Arc<AppState>;

@@ -8,6 +8,7 @@ mod inbound;
 mod keys;
 mod mta_sts;
 mod parse;
+mod published;
 mod shaping;
 mod smtp;
 #[cfg(test)]
@@ -19,6 +20,7 @@ pub use inbound::{DEFAULT_DNSBL, DmarcReject, Inbound};
 use keys::{KEYS, Setter};
 pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
+pub use published::{Autoconfig, PolicyMode, StsPolicy};
 pub use shaping::{DEFAULT_GROUP, Group, Shaping};
 pub use smtp::{Mailbox, Smtp};
 
@@ -48,6 +50,10 @@ pub struct Config {
     pub delivery: Delivery,
     pub shaping: Shaping,
     pub mta_sts: MtaSts,
+    /// What mail clients are told (`autoconfig.*`).
+    pub autoconfig: Autoconfig,
+    /// The MTA-STS policy hosted domains serve (`mta_sts.policy_*`, `mta_sts.max_age`).
+    pub sts_policy: StsPolicy,
     /// What received mail is checked against (`inbound.*`).
     pub inbound: Inbound,
     pub tools: Tools,
@@ -250,6 +256,8 @@ impl Default for Config {
             },
             shaping: Shaping::default(),
             mta_sts: MtaSts::default(),
+            autoconfig: Autoconfig::default(),
+            sts_policy: StsPolicy::default(),
             inbound: Inbound::default(),
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
@@ -299,6 +307,11 @@ impl Config {
 /// recent mail in memory.
 pub const DEFAULT_CACHE_SIZE: usize = 64 * 1024 * 1024;
 
+/// Every key: the main table, then the keys of what we publish.
+fn all_keys() -> impl Iterator<Item = &'static (&'static str, Setter)> {
+    KEYS.iter().chain(published::KEYS)
+}
+
 /// The environment variable of a key: `http.body_limit` -> `EDGEMAIL_HTTP_BODY_LIMIT`.
 pub fn env_name(key: &str) -> String {
     format!("EDGEMAIL_{}", key.replace('.', "_").to_ascii_uppercase())
@@ -322,7 +335,7 @@ pub fn load(
         if !name.starts_with("EDGEMAIL_") {
             continue;
         }
-        match KEYS.iter().find(|(key, _)| env_name(key) == name) {
+        match all_keys().find(|(key, _)| env_name(key) == name) {
             Some((key, set)) => apply(&mut config, key, *set, &value, &name, &mut problems),
             None => match Shaping::env_key(&name) {
                 Some(key) => apply_group(&mut config, &key, &value, &name, &mut problems),
@@ -331,7 +344,7 @@ pub fn load(
         }
     }
     for (key, value) in flags {
-        if let Some((_, set)) = KEYS.iter().find(|(k, _)| k == key) {
+        if let Some((_, set)) = all_keys().find(|(k, _)| k == key) {
             apply(&mut config, key, *set, value, "the command line", &mut problems);
         }
     }
@@ -382,7 +395,7 @@ fn apply_file(config: &mut Config, text: &str, origin: &str, problems: &mut Vec<
                 problems.push(format!("{origin}: {key} must be a string, number or boolean"));
                 continue;
             };
-            match KEYS.iter().find(|(k, _)| *k == key) {
+            match all_keys().find(|(k, _)| *k == key) {
                 Some((_, set)) => apply(config, &key, *set, &text, origin, problems),
                 None => problems.push(format!("{origin}: unknown key {key}")),
             }

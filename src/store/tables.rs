@@ -199,3 +199,10 @@ pub const VACATIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("vacati
 /// (mailbox address, duplicate id) -> the time (Unix ms) it stops counting: Sieve's duplicate
 /// tracking, which is how vacation answers one sender once per `days`.
 pub const SIEVE_SEEN: TableDefinition<(&str, &str), u64> = TableDefinition::new("sieve_seen");
+/// (domain, receivedAt, report id) -> `DmarcReport` (JSON): DMARC aggregate reports received
+/// for a hosted domain (`aggregates.rs`).
+pub const DMARC_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
+    TableDefinition::new("dmarc_reports");
+/// (domain, receivedAt, report id) -> `TlsReport` (JSON): TLS-RPT reports received for a domain.
+pub const TLS_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
+    TableDefinition::new("tls_reports");

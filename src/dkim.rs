@@ -75,7 +75,7 @@ pub fn full_zone(
     bound: crate::hosting::Bound,
 ) -> Vec<String> {
     let mut lines = zone_lines(domain, config.smtp.hostname.as_deref());
-    let endpoints = crate::hosting::Endpoints::new(config, bound);
+    let endpoints = crate::hosting::Endpoints::new(config, bound, &domain.name);
     lines.extend(crate::hosting::zone_lines(&domain.name, config, &endpoints));
     lines
 }

@@ -12,10 +12,10 @@ use crate::http::{Ctx, Reply};
 
 /// What clients are told now: the listeners bound by this process (or, before they are, the
 /// configured ones).
-fn endpoints(ctx: &Ctx) -> Endpoints {
+fn endpoints(ctx: &Ctx, domain: &str) -> Endpoints {
     let config = &ctx.app.config;
     let bound = ctx.app.bound.get().copied().unwrap_or_else(|| Bound::configured(config));
-    Endpoints::new(config, bound)
+    Endpoints::new(config, bound, domain)
 }
 
 /// `domain` (A-labels) when it is hosted here; 404 otherwise.
@@ -50,7 +50,7 @@ pub async fn thunderbird(ctx: Ctx) -> Result<Reply> {
         }
     };
     let domain = hosted(&ctx, domain).await?;
-    let doc = autoconfig::thunderbird(&domain, &endpoints(&ctx));
+    let doc = autoconfig::thunderbird(&domain, &endpoints(&ctx, &domain));
     Ok(Reply::raw("application/xml", Bytes::from(doc)))
 }
 
@@ -62,7 +62,7 @@ pub async fn autodiscover(ctx: Ctx) -> Result<Reply> {
     let domain = hosted(&ctx, crate::address::domain_key(&address)).await?;
     let local = address.rsplit_once('@').map_or("", |(l, _)| l);
     let address = format!("{local}@{domain}");
-    let doc = autoconfig::autodiscover(&address, &endpoints(&ctx));
+    let doc = autoconfig::autodiscover(&address, &endpoints(&ctx, &domain));
     Ok(Reply::raw("application/xml", Bytes::from(doc)))
 }
 
@@ -77,7 +77,7 @@ pub async fn mobileconfig(ctx: Ctx) -> Result<Reply> {
     }
     let address = format!("{local}@{domain}");
     // Without both an IMAP and a submission listener there is no account to configure.
-    let doc = autoconfig::mobileconfig(&address, &endpoints(&ctx))
+    let doc = autoconfig::mobileconfig(&address, &endpoints(&ctx, &domain))
         .ok_or_else(|| Error::not_found("mail client listener"))?;
     let mut reply = Reply::raw(autoconfig::MOBILECONFIG_TYPE, Bytes::from(doc));
     let name = format!("{local}@{domain}.mobileconfig");

@@ -123,8 +123,12 @@ pub(super) const KEYS: &[(&str, Setter)] = &[
 ];
 
 impl Config {
-    /// The host name mail clients are told to connect to.
-    pub fn client_host(&self) -> &str {
-        self.autoconfig.host.as_deref().unwrap_or(self.smtp.host())
+    /// The host name mail clients of `domain` are told to connect to: `autoconfig.host`, else
+    /// `smtp.hostname`, else the `mail.<domain>` the printed zone points the MX at.
+    pub fn client_host(&self, domain: &str) -> String {
+        match (&self.autoconfig.host, &self.smtp.hostname) {
+            (Some(host), _) | (None, Some(host)) => host.clone(),
+            (None, None) => format!("mail.{domain}"),
+        }
     }
 }

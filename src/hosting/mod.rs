@@ -44,11 +44,12 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    pub fn new(config: &Config, bound: Bound) -> Endpoints {
+    /// What clients of `domain` are told.
+    pub fn new(config: &Config, bound: Bound, domain: &str) -> Endpoints {
         let a = &config.autoconfig;
         let public = |bound: Option<u16>, set: Option<u16>| bound.map(|p| set.unwrap_or(p));
         Endpoints {
-            host: config.client_host().to_owned(),
+            host: config.client_host(domain),
             imap: public(bound.imap, a.imap_port),
             imaps: public(bound.imaps, a.imaps_port),
             submission: public(bound.submission, a.submission_port),
@@ -128,7 +129,7 @@ mod tests {
         c.autoconfig.imaps_port = Some(993);
         c.autoconfig.submission_port = Some(587);
         let bound = Bound { imaps: Some(10993), submissions: Some(10465), ..Bound::default() };
-        let e = Endpoints::new(&c, bound);
+        let e = Endpoints::new(&c, bound, "example.com");
         assert_eq!(e.imaps, Some(993));
         assert_eq!(e.submissions, Some(10465));
         // Configured but not running: never advertised.
@@ -143,6 +144,7 @@ mod tests {
         let e = Endpoints::new(
             &c,
             Bound { imaps: Some(993), submission: Some(587), ..Bound::default() },
+            "example.com",
         );
         let lines = zone_lines("example.com", &c, &e);
         let has = |s: &str| lines.iter().any(|l| l.contains(s));

@@ -193,7 +193,11 @@ fn aggregate_reports_sent_to_the_mx_are_summed_and_bombs_refused() {
     let mut refused = Vec::new();
     for _ in 0..100 {
         let log = w.server.log();
-        refused = log.lines().filter(|l| l.contains("report attachment refused")).map(str::to_owned).collect();
+        refused = log
+            .lines()
+            .filter(|l| l.contains("report attachment refused"))
+            .map(str::to_owned)
+            .collect();
         if refused.len() >= 2 {
             break;
         }

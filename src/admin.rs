@@ -72,14 +72,21 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
 }
 
 /// Runs a command against an open store and returns what to print.
-pub fn execute(store: &Store, command: Command, mx_host: Option<&str>) -> Result<String> {
+/// `bound`: the ports of the mail client listeners (the configured ones when no server runs),
+/// for the SRV records of the zone `domain add` prints.
+pub fn execute(
+    store: &Store,
+    command: Command,
+    config: &crate::config::Config,
+    bound: crate::hosting::Bound,
+) -> Result<String> {
     match command {
         Command::DomainAdd { name } => {
             let name = crate::address::normalize_domain(&name).map_err(|e| {
                 Error::invalid(format!("invalid domain: {e}"), "pass a name such as example.com")
             })?;
             let domain = crate::dkim::generate(&name)?;
-            let lines = crate::dkim::zone_lines(&domain, mx_host);
+            let lines = crate::dkim::full_zone(&domain, config, bound);
             store.write_blocking(move |w| w.add_domain(&domain))?;
             Ok(format!("added {name}\n{}\n", lines.join("\n")))
         }
@@ -225,7 +232,8 @@ async fn answer(stream: tokio::net::UnixStream, app: crate::state::App) -> Resul
             tracing::info!(?command, "admin command");
             tokio::task::spawn_blocking(move || {
                 let refresh = command.changes_keys();
-                let out = execute(&app.store, command, app.config.smtp.hostname.as_deref());
+                let bound = app.bound.get().copied().unwrap_or_default();
+                let out = execute(&app.store, command, &app.config, bound);
                 if refresh && out.is_ok() {
                     app.keys.reload(&app.store)?;
                 }

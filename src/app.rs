@@ -98,12 +98,12 @@ impl Server {
             signers,
             junk: crate::junk::Models::new(),
             certs,
+            bound: std::sync::OnceLock::new(),
         });
         Ok(Server { state, router, queue, sequences, warmup, webhooks, node })
     }
 }
 
-/// The inbound path behind the MX, with warmup's claim on received mail.
 /// Every route the HTTP listener answers: the REST API (documented in `schema/openapi.yaml`)
 /// and the dashboard's HTML pages under `/` and `/ui/` (not part of the API document).
 pub fn routes() -> Vec<crate::http::Route> {
@@ -112,6 +112,7 @@ pub fn routes() -> Vec<crate::http::Route> {
     routes
 }
 
+/// The inbound path behind the MX, with the claims of reports and warmup on received mail.
 fn receiver(app: &App) -> crate::inbound::Receiver {
     let mut receiver = crate::inbound::Receiver::new(
         app.store.as_ref().clone(),
@@ -122,6 +123,7 @@ fn receiver(app: &App) -> crate::inbound::Receiver {
     receiver.set_quota_default(app.config.mailbox.quota_bytes);
     receiver.set_queue(app.queue.clone());
     receiver.set_filter(&app.config.inbound, app.junk.clone());
+    receiver.register(Box::new(crate::reporting::Reports::new(app.store.as_ref().clone())));
     receiver.register(Box::new(crate::warmup::receive::Arrivals::new(
         app.store.as_ref().clone(),
         app.queue.clone(),
@@ -272,6 +274,19 @@ impl Listeners {
         }
         Ok(out)
     }
+
+    /// The ports of the mail client listeners that run (what autoconfig names).
+    pub fn bound(&self) -> crate::hosting::Bound {
+        let port = |l: &Option<TcpListener>| {
+            l.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port())
+        };
+        crate::hosting::Bound {
+            imap: port(&self.imap),
+            imaps: port(&self.imaps),
+            submission: port(&self.submission),
+            submissions: port(&self.submissions),
+        }
+    }
 }
 
 async fn bind_tcp(addr: std::net::SocketAddr) -> Result<TcpListener> {
@@ -341,6 +356,7 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let Server { state: app, router, queue, sequences, warmup, webhooks, node } = server;
     let router = Arc::new(router);
     node.join(&app.store).await?;
+    let _ = app.bound.set(listeners.bound());
     let cluster = {
         let reloading = app.clone();
         let keys_changed = move || {

@@ -61,8 +61,22 @@ pub fn zone_lines(domain: &Domain, mx_host: Option<&str>) -> Vec<String> {
         ));
     }
     lines.push(format!(
-        "_dmarc.{name}.\t3600\tIN\tTXT\t\"v=DMARC1; p=quarantine; adkim=s; aspf=s\""
+        "_dmarc.{name}.\t3600\tIN\tTXT\t\"v=DMARC1; p=quarantine; adkim=s; aspf=s; \
+         rua=mailto:dmarc-reports@{name}\""
     ));
+    lines
+}
+
+/// Every record a hosted domain publishes: `zone_lines`, then what mail clients and other
+/// servers find us by (SRV, MTA-STS, TLS-RPT: `hosting::zone_lines`).
+pub fn full_zone(
+    domain: &Domain,
+    config: &crate::config::Config,
+    bound: crate::hosting::Bound,
+) -> Vec<String> {
+    let mut lines = zone_lines(domain, config.smtp.hostname.as_deref());
+    let endpoints = crate::hosting::Endpoints::new(config, bound, &domain.name);
+    lines.extend(crate::hosting::zone_lines(&domain.name, config, &endpoints));
     lines
 }
 

@@ -23,6 +23,7 @@
 //! Engines and services (each takes the narrow handles it uses):
 //! - `warmup`    mailbox warmup: the ramp, the sending engine, recognizing and answering warmup mail
 //! - `sequences` the follow-up engine: due steps, merge fields, threading
+//! - `reporting` DMARC and TLS-RPT reports in: claimed from the MX, read under bounds, summed
 //! - `inbound`   what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
 //! - `queue`     the durable delivery queue: scheduler, SMTP client and pool, retry policy
 //! - `mta_sts`   MTA-STS for outbound delivery: policy discovery, fetch, cache, MX matching
@@ -38,6 +39,7 @@
 //! - `filters`   Sieve: compiling scripts under our limits, the runtime delivery runs them in
 //! - `mail`      building outgoing MIME, text from HTML, DKIM signing
 //! - `dkim`      DKIM key generation and the DNS records to publish
+//! - `hosting`   what hosted domains publish: client autoconfig documents, SRV, MTA-STS policy
 //! - `auth`      API keys: format, hashing, the in-memory key table
 //! - `credentials` mailbox app passwords: argon2 hashes checked off the runtime, login limits
 //! - `dns`       hickory resolver: MX verdicts, delivery destinations, public-address checks
@@ -82,6 +84,7 @@ pub(crate) mod dns;
 pub mod error;
 pub(crate) mod filters;
 pub mod health;
+pub mod hosting;
 pub mod http;
 pub mod ids;
 pub mod imap;
@@ -96,6 +99,7 @@ pub mod mime;
 pub(crate) mod mta_sts;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
+pub mod reporting;
 pub(crate) mod screening;
 pub(crate) mod sequences;
 pub mod shutdown;

@@ -163,7 +163,8 @@ fn administer(common: &Common, command: Admin) -> ExitCode {
         Ok(None) => Store::open_with(&config.data_dir, store_options(&config))
             .map_err(Error::from)
             .and_then(|store| {
-                let out = admin::execute(&store, command, config.smtp.hostname.as_deref());
+                let bound = edgemail::hosting::Bound::configured(&config);
+                let out = admin::execute(&store, command, &config, bound);
                 store.close();
                 out
             }),

@@ -37,6 +37,8 @@ pub struct AppState {
     pub junk: crate::junk::Models,
     /// The certificates the TLS listeners serve now (`GET /v1/certificates`).
     pub certs: Arc<crate::certs::Certs>,
+    /// The ports the mail client listeners bound, set once they are (autoconfig names them).
+    pub bound: std::sync::OnceLock<crate::hosting::Bound>,
 }
 
 pub type App = Arc<AppState>;

@@ -9,6 +9,9 @@ use crate::http::request::parse_json;
 use crate::http::{Ctx, Reply};
 use crate::store::Domain;
 
+/// The window of DMARC reports the health check looks at.
+const HINT_DAYS: u64 = 7;
+
 pub async fn domain_health(ctx: Ctx) -> Result<Reply> {
     let (names, single) = super::analytics::scope(&ctx).await?;
     let domains: Vec<Domain> = ctx
@@ -22,8 +25,19 @@ pub async fn domain_health(ctx: Ctx) -> Result<Reply> {
         })
         .await?;
     let (dns, config) = (&ctx.app.dns, &ctx.app.config);
-    let reports: Vec<Report> =
+    let mut reports: Vec<Report> =
         join_all(domains.iter().map(|d| report(dns, config, &d.name, Some(d))).collect()).await;
+    for report in &mut reports {
+        // What receivers reported lately: sources failing alignment get a hint.
+        let summary = super::reports::dmarc_summary(&ctx, &report.domain, HINT_DAYS).await?;
+        let failing: Vec<(String, u64)> = summary
+            .sources
+            .iter()
+            .filter(|s| s.dmarc.fail > 0)
+            .map(|s| (s.source_ip.clone(), s.dmarc.fail))
+            .collect();
+        report.note_failing_sources(&failing, HINT_DAYS);
+    }
     super::analytics::one_or_all(reports, single)
 }
 

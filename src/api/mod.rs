@@ -3,6 +3,7 @@
 
 pub mod aliases;
 pub mod analytics;
+pub mod autoconfig;
 pub mod bounces;
 pub mod certificates;
 pub mod contacts;
@@ -15,6 +16,7 @@ pub mod mailboxes;
 pub mod meta;
 pub mod paging;
 pub mod passwords;
+pub mod reports;
 pub mod send;
 pub mod send_fields;
 pub mod sender_groups;
@@ -119,6 +121,8 @@ pub fn routes() -> Vec<Route> {
         r(Method::GET, "/v1/bounces", Analytics, handler!(bounces::stats)),
         r(Method::GET, "/v1/domain-health", Analytics, handler!(health::domain_health)),
         r(Method::GET, "/v1/certificates", Analytics, handler!(certificates::list)),
+        r(Method::GET, "/v1/dmarc-reports", Domain, handler!(reports::dmarc)),
+        r(Method::GET, "/v1/tls-reports", Domain, handler!(reports::tls)),
         r(Method::GET, "/v1/warmup", Analytics, handler!(warmup::list)),
         r(Method::POST, "/v1/warmup", Domain, handler!(warmup::enroll)),
         r(Method::DELETE, "/v1/warmup/{address}", Domain, handler!(warmup::disable)),
@@ -142,6 +146,21 @@ pub fn routes() -> Vec<Route> {
             "/api/tools/check-deliverability",
             Tool,
             handler!(health::check_deliverability),
+        ),
+        r(Method::GET, "/mail/config-v1.1.xml", Link, handler!(autoconfig::thunderbird)),
+        r(
+            Method::GET,
+            "/.well-known/autoconfig/mail/config-v1.1.xml",
+            Link,
+            handler!(autoconfig::thunderbird),
+        ),
+        r(Method::POST, "/autodiscover/autodiscover.xml", Link, handler!(autoconfig::autodiscover)),
+        r(Method::GET, "/.well-known/mta-sts.txt", Link, handler!(autoconfig::mta_sts)),
+        r(
+            Method::GET,
+            "/v1/mailboxes/{address}/mobileconfig",
+            Domain,
+            handler!(autoconfig::mobileconfig),
         ),
         r(Method::GET, "/t/o/{token}", Link, handler!(tracking::open)),
         r(Method::GET, "/t/c/{token}", Link, handler!(tracking::click)),

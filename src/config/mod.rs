@@ -9,6 +9,7 @@ mod inbound;
 mod keys;
 mod mta_sts;
 mod parse;
+mod published;
 mod shaping;
 mod smtp;
 #[cfg(test)]
@@ -21,6 +22,7 @@ pub use inbound::{DEFAULT_DNSBL, DmarcReject, Inbound};
 use keys::{KEYS, Setter};
 pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
+pub use published::{Autoconfig, PolicyMode, StsPolicy};
 pub use shaping::{DEFAULT_GROUP, Group, Shaping};
 pub use smtp::{Mailbox, Smtp};
 
@@ -52,6 +54,10 @@ pub struct Config {
     pub mta_sts: MtaSts,
     /// Certificates over ACME (`acme.*`).
     pub acme: Acme,
+    /// What mail clients are told (`autoconfig.*`).
+    pub autoconfig: Autoconfig,
+    /// The MTA-STS policy hosted domains serve (`mta_sts.policy_*`, `mta_sts.max_age`).
+    pub sts_policy: StsPolicy,
     /// What received mail is checked against (`inbound.*`).
     pub inbound: Inbound,
     pub tools: Tools,
@@ -255,6 +261,8 @@ impl Default for Config {
             shaping: Shaping::default(),
             mta_sts: MtaSts::default(),
             acme: Acme::default(),
+            autoconfig: Autoconfig::default(),
+            sts_policy: StsPolicy::default(),
             inbound: Inbound::default(),
             tools: Tools { rate_per_minute: 30, burst: 10 },
             api: Api { rate_per_second: 2_000, burst: 4_000 },
@@ -306,7 +314,7 @@ pub const DEFAULT_CACHE_SIZE: usize = 64 * 1024 * 1024;
 
 /// Every key: those of `keys.rs`, then those of the sections kept in their own files.
 fn all_keys() -> impl Iterator<Item = &'static (&'static str, Setter)> {
-    KEYS.iter().chain(acme::KEYS.iter())
+    KEYS.iter().chain(acme::KEYS.iter()).chain(published::KEYS)
 }
 
 /// The environment variable of a key: `http.body_limit` -> `EDGEMAIL_HTTP_BODY_LIMIT`.

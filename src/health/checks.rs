@@ -130,8 +130,10 @@ pub async fn dkim<R: Resolve>(r: &R, ctx: &Context<'_>) -> RecordsCheck {
 pub async fn dmarc<R: Resolve>(r: &R, ctx: &Context<'_>) -> RecordCheck {
     let name = format!("_dmarc.{}", ctx.domain);
     let mut f = Findings::default();
+    // A domain hosted here reads its reports itself (`dmarc-reports@`, see `reporting`).
+    let rua = if ctx.hosted.is_some() { "dmarc-reports" } else { "dmarc" };
     let publish = format!(
-        "Publish TXT {name} \"v=DMARC1; p=quarantine; rua=mailto:dmarc@{}\", then move to \
+        "Publish TXT {name} \"v=DMARC1; p=quarantine; rua=mailto:{rua}@{}\", then move to \
          p=reject once the reports show your mail passes.",
         ctx.domain
     );

@@ -152,6 +152,37 @@ impl Findings {
     }
 }
 
+impl Report {
+    /// Adds what DMARC aggregate reports say to the DMARC check: `failing` lists the sources
+    /// (IP, messages) whose mail failed alignment lately. A source that is ours needs SPF or
+    /// DKIM fixed; one that is not is someone sending as the domain. Only the detail and hint
+    /// change: the score stays that of the DNS records.
+    pub fn note_failing_sources(&mut self, failing: &[(String, u64)], days: u64) {
+        if failing.is_empty() {
+            return;
+        }
+        let total: u64 = failing.iter().map(|(_, n)| n).sum();
+        let listed: Vec<String> =
+            failing.iter().take(5).map(|(ip, n)| format!("{ip} ({n})")).collect();
+        let more = if failing.len() > 5 { ", ..." } else { "" };
+        let d = &mut self.dmarc;
+        d.detail = format!(
+            "{} DMARC reports of the last {days} days: {total} messages from {} sources failed \
+             alignment: {}{more}.",
+            d.detail.trim_end_matches('.'),
+            failing.len(),
+            listed.join(", ")
+        );
+        let hint = "A source that is yours needs SPF to authorize it or DKIM to sign its mail \
+                    with this domain; one that is not is someone sending as you (see \
+                    GET /v1/dmarc-reports or the dashboard's \"Who sends as you\").";
+        d.hint = Some(match d.hint.take() {
+            Some(h) => format!("{h} {hint}"),
+            None => hint.to_owned(),
+        });
+    }
+}
+
 /// What the checks compare a domain against.
 pub struct Context<'a> {
     pub domain: &'a str,

@@ -21,7 +21,9 @@ pub enum Access {
     Domain,
     /// Any key: analytics.
     Analytics,
-    /// No key, any body type: links followed from messages (tracking, unsubscribe forms).
+    /// No key, any body type, the request headers given: links followed from messages
+    /// (tracking, unsubscribe forms) and the documents mail clients and MTAs fetch (autoconfig,
+    /// Autodiscover, MTA-STS policies: they read the Host header).
     Link,
     /// No key, rate limited per client IP: the public tools.
     Tool,

@@ -74,8 +74,9 @@ pub type Claim<'a> = Pin<Box<dyn Future<Output = Result<Option<String>>> + Send 
 /// A service above inbound that takes some received mail for itself. Claimants
 /// are asked in the order they were registered, before the inbox.
 pub trait Claimant: Send + Sync {
-    /// Takes `arrival` when it is this claimant's, storing what it needs; `None` (and nothing
-    /// written) leaves it to the next claimant and then the inbox.
+    /// Takes `arrival` when it is this claimant's, storing what it needs; `None` leaves it to
+    /// the next claimant and then the inbox (with nothing written, except by a claimant of
+    /// system addresses, which stores what was for them and leaves the other recipients).
     fn claim<'a>(&'a self, arrival: &'a Arrival<'a>) -> Claim<'a>;
 }
 
@@ -87,6 +88,8 @@ enum System {
     Unsubscribe,
     /// `postmaster` (RFC 5321 requires it) and `abuse`: complaints.
     Postmaster,
+    /// `dmarc-reports` and `tls-reports`: DMARC and TLS-RPT aggregate reports.
+    Reports,
 }
 
 fn system(local: &str) -> Option<System> {
@@ -97,6 +100,8 @@ fn system(local: &str) -> Option<System> {
     match lower.as_str() {
         "unsubscribe" => Some(System::Unsubscribe),
         "postmaster" | "abuse" => Some(System::Postmaster),
+        // Aggregate reports about our domains (`reporting` claims what is sent there).
+        "dmarc-reports" | "tls-reports" => Some(System::Reports),
         _ => None,
     }
 }

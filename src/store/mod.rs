@@ -19,6 +19,7 @@
 //! - `mailboxes`    mailboxes, and their sending limits
 //! - `aliases`      addresses that lead to mailboxes or outside (the catch-all among them)
 //! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
+//! - `aggregates`   DMARC and TLS-RPT aggregate reports other systems send about our domains
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
 //! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
 //! - `attempts`     committing a delivery attempt's outcome
@@ -57,6 +58,7 @@
 //! - `kv`           the storage backend: ordered byte tables in transactions, typed tables above them
 //! - `error`        the store's error, and its mapping onto the API's
 
+mod aggregates;
 mod aliases;
 mod attempts;
 mod backup;
@@ -118,6 +120,7 @@ use scan::{drain_domain, get_json, scan_domain, scan_index};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use aggregates::{DmarcRecord, DmarcReport, TlsPolicy, TlsReport};
 pub use aliases::{Alias, CATCH_ALL};
 pub use attempts::Outcome;
 pub use backup::{Checked, check_file, restore};

@@ -202,3 +202,10 @@ pub const SIEVE_SEEN: TableDefinition<(&str, &str), u64> = TableDefinition::new(
 /// `account:<directory URL>` -> the ACME account's credentials (JSON, with its key);
 /// `cert:<group>` -> `StoredCertificate` (JSON): certificates obtained over ACME.
 pub const ACME: TableDefinition<&str, &[u8]> = TableDefinition::new("acme");
+/// (domain, receivedAt, report id) -> `DmarcReport` (JSON): DMARC aggregate reports received
+/// for a hosted domain (`aggregates.rs`).
+pub const DMARC_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
+    TableDefinition::new("dmarc_reports");
+/// (domain, receivedAt, report id) -> `TlsReport` (JSON): TLS-RPT reports received for a domain.
+pub const TLS_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
+    TableDefinition::new("tls_reports");

@@ -24,9 +24,11 @@ pub async fn page(ctx: Ctx) -> Result<Reply> {
     let name = user.domain.clone();
     let found = ctx.app.store.read(move |r| r.domain(&name)).await?;
     let domain = or_page!(found.ok_or_else(|| Error::not_found("domain")), &user, "/ui/domain");
-    let zone = crate::dkim::zone_lines(&domain, ctx.app.config.smtp.hostname.as_deref());
+    let bound = ctx.app.bound.get().copied().unwrap_or_default();
+    let zone = crate::dkim::full_zone(&domain, &ctx.app.config, bound);
     let report = Call::new(&ctx, &user).run(handler!(health::domain_health)).await;
     let body = html! {
+        p { a href="/ui/senders" { "Who sends as you" } ": the sources receivers' DMARC reports name." }
         h2 { "DNS records to publish" }
         pre.zone { (zone.join("\n")) }
         h2 { "Health checks" }

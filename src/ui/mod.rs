@@ -19,6 +19,7 @@ mod mail;
 mod mailboxes;
 mod outbox;
 mod overview;
+mod senders;
 mod sequences;
 mod suppressions;
 mod webhooks;
@@ -44,6 +45,7 @@ pub fn routes() -> Vec<Route> {
         r(post.clone(), "/ui/logout", handler!(login::logout)),
         r(get.clone(), "/ui/overview", handler!(overview::page)),
         r(get.clone(), "/ui/domain", handler!(domain::page)),
+        r(get.clone(), "/ui/senders", handler!(senders::page_of)),
         r(get.clone(), "/ui/mailboxes", handler!(mailboxes::list)),
         r(get.clone(), "/ui/aliases", handler!(aliases::list)),
         r(post.clone(), "/ui/aliases", handler!(aliases::create)),

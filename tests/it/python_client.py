@@ -203,6 +203,19 @@ call("tools.generate_subject_lines", 200, "GenerateSubjectLinesResponse", via=an
 call("tools.check_deliverability", 200, "DeliverabilityReport", via=anonymous,
      body=body("CheckDeliverabilityRequest", {"domain": domain}))
 
+# Mail client settings (XML, so read raw) and what reports say about the domain.
+auto = call("clients.thunderbird_autoconfig", 200, None, via=raw_anonymous,
+            emailaddress=f"ada@{domain}")
+assert b"<clientConfig" in auto.content, auto.content
+call("clients.thunderbird_autoconfig_well_known", 404, "Error", via=anonymous,
+     emailaddress="ann@elsewhere.example")
+# The Host header is this server's address, not mta-sts.<domain>: no policy.
+call("clients.mta_sts_policy", 404, "Error", via=anonymous)
+# No IMAP or submission listener runs here: no profile to give.
+call("mailboxes.mailbox_mobileconfig", 404, "Error", address="ada")
+call("analytics.dmarc_reports", 200, "DmarcReports", days=7)
+call("analytics.tls_reports", 200, "TlsReports")
+
 # Clean-up paths.
 call("sender_groups.delete_sender_group", 200, "Deleted", id=group.id)
 call("mailboxes.delete_mailbox", 200, "Deleted", address="bob")

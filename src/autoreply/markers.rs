@@ -175,11 +175,10 @@ pub fn starts_quote(line: &str) -> bool {
         return true;
     }
     let wrote = ["wrote:", "schrieb:", "a écrit :", "a écrit:", "escribió:"];
-    (lower.starts_with("on ")
-        || lower.starts_with("am ")
-        || lower.starts_with("le ")
-        || lower.starts_with("el "))
-        && wrote.iter().any(|w| lower.ends_with(w))
+    // German puts the name after the verb: "Am 24.11.2026 um 10:00 schrieb Ada <a@x>:".
+    let german = lower.starts_with("am ") && lower.contains(" schrieb ") && lower.ends_with(':');
+    let opens = ["on ", "am ", "le ", "el "].iter().any(|p| lower.starts_with(p));
+    german || (opens && wrote.iter().any(|w| lower.ends_with(w)))
 }
 
 pub fn bounce_subject(subject: &str) -> bool {

@@ -57,6 +57,7 @@
 //! - `logging`   tracing to stderr without blocking requests
 //! - `config`    defaults, TOML file, `EDGEMAIL_*` variables and flags into one `Config`
 //! - `address`   address, local part and domain syntax
+//! - `autoreply` what an answer to our mail is: a reply, an automatic one, out of office, a bounce
 //! - `bounce`    bounce classes from enhanced status codes and reply texts
 //! - `ids`       time-ordered ids, secrets, the clock
 //! - `wake`      wake-up handles for engine loops
@@ -71,6 +72,7 @@ pub mod admin;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod autoreply;
 pub mod bounce;
 pub(crate) mod budget;
 pub mod certs;

@@ -95,6 +95,8 @@ struct CampaignRow {
     clicked: u64,
     replied: u64,
     bounced: u64,
+    /// Automatic answers (out of office, auto-responders): not counted as replies.
+    auto_replied: u64,
     open_rate: f64,
     click_rate: f64,
     reply_rate: f64,
@@ -117,6 +119,8 @@ struct VariantRow {
     clicked: u64,
     replied: u64,
     bounced: u64,
+    /// Automatic answers (out of office, auto-responders): not counted as replies.
+    auto_replied: u64,
     open_rate: f64,
     click_rate: f64,
     reply_rate: f64,
@@ -145,6 +149,7 @@ fn variant_rows(s: &Sequence) -> Vec<VariantRow> {
                 clicked: c.clicked,
                 replied: c.replied,
                 bounced: c.bounced,
+                auto_replied: c.auto_replied,
                 open_rate: c.open_rate,
                 click_rate: c.click_rate,
                 reply_rate: c.reply_rate,
@@ -173,6 +178,7 @@ impl CampaignRow {
             clicked: c.clicked,
             replied: c.replied,
             bounced: c.bounced,
+            auto_replied: c.auto_replied,
             // Engagement is measured against what arrived, bounces against what was sent.
             open_rate: rate(c.opened, c.delivered),
             click_rate: rate(c.clicked, c.delivered),
@@ -245,6 +251,7 @@ pub async fn campaign_stats(ctx: Ctx) -> Result<Reply> {
                             clicked: u64::from(b.clicked),
                             replied: u64::from(b.replied),
                             bounced: u64::from(b.bounced),
+                            auto_replied: u64::from(b.auto_replied),
                         };
                         let mut row = CampaignRow::new(domain, &counters);
                         row.batch_id = Some(b.id);

@@ -1,21 +1,17 @@
 //! The request bodies of `/v1/sequences`, checked field by field: a refusal names the field
 //! (`steps[2].variants[1].html`, `sendingWindow.timezone`) so a client can fix its request.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::http::request::{parse_json, parse_json_nullable};
 use crate::sequences::window;
-use crate::store::{EnrollInput, SendingWindow, Step, Variant};
+use crate::store::{SendingWindow, Step, Variant};
 
 pub const MAX_STEPS: usize = 50;
 pub const MAX_ENROLL: usize = 100;
 pub const MAX_VARIANTS: usize = 10;
 const MAX_DELAY_MS: u64 = 366 * 86_400_000;
-const MAX_MERGE_FIELDS: usize = 50;
-const MAX_MERGE_VALUE: usize = 2000;
 
 /// Who a sequence sends as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +29,7 @@ pub struct NewSequence {
     pub sender: SenderChoice,
     pub steps: Vec<Step>,
     pub window: Option<SendingWindow>,
+    pub out_of_office: Option<String>,
 }
 
 /// A validated PATCH: each part given, `window: Some(None)` removing the window.
@@ -41,6 +38,8 @@ pub struct SequenceUpdate {
     pub status: Option<&'static str>,
     pub sender: Option<SenderChoice>,
     pub window: Option<Option<SendingWindow>>,
+    /// `Some(None)`: `continue`.
+    pub out_of_office: Option<Option<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,6 +53,8 @@ struct CreateSequence {
     #[serde(default)]
     sending_window: Option<WindowInput>,
     steps: Vec<StepInput>,
+    #[serde(default)]
+    out_of_office: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -94,7 +95,8 @@ pub fn parse_create(body: &[u8], domain: &str) -> Result<NewSequence> {
     let sender = sender(input.from, input.sender_group_id, domain)?
         .ok_or_else(|| Error::invalid("`from` or `senderGroupId` is required", SENDER_HINT))?;
     let window = input.sending_window.map(window).transpose()?;
-    Ok(NewSequence { name, sender, steps: steps(input.steps)?, window })
+    let out_of_office = super::outreach_input::out_of_office(input.out_of_office)?;
+    Ok(NewSequence { name, sender, steps: steps(input.steps)?, window, out_of_office })
 }
 
 const SENDER_HINT: &str =
@@ -325,6 +327,8 @@ struct UpdateSequence {
     sender_group_id: Option<String>,
     #[serde(default, deserialize_with = "super::input::nullable")]
     sending_window: Option<Option<WindowInput>>,
+    #[serde(default)]
+    out_of_office: Option<String>,
 }
 
 /// A PATCH: a new status, sender or sending window (null removes it); at least one.
@@ -343,80 +347,16 @@ pub fn parse_update(body: &[u8], domain: &str) -> Result<SequenceUpdate> {
     };
     let sender = sender(input.from, input.sender_group_id, domain)?;
     let window = input.sending_window.map(|w| w.map(window).transpose()).transpose()?;
-    if status.is_none() && sender.is_none() && window.is_none() {
+    let out_of_office = match input.out_of_office {
+        Some(v) => Some(super::outreach_input::out_of_office(Some(v))?),
+        None => None,
+    };
+    if status.is_none() && sender.is_none() && window.is_none() && out_of_office.is_none() {
         return Err(Error::invalid(
-            "give at least one of `status`, `from`, `senderGroupId` and `sendingWindow`",
+            "give at least one of `status`, `from`, `senderGroupId`, `sendingWindow` and \
+             `outOfOffice`",
             "to pause a sequence send {\"status\": \"paused\"}",
         ));
     }
-    Ok(SequenceUpdate { status, sender, window })
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EnrollRequest {
-    contacts: Vec<EnrollContact>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EnrollContact {
-    email: String,
-    #[serde(default, rename = "mergeFields")]
-    merge_fields: BTreeMap<String, String>,
-    #[serde(default)]
-    timezone: Option<String>,
-}
-
-/// The contacts of an enroll request, checked for count, merge-field sizes and time zones
-/// (addresses are screened afterwards, like recipients of a send).
-pub fn parse_enroll(body: &[u8]) -> Result<Vec<EnrollInput>> {
-    let input: EnrollRequest = parse_json(body)?;
-    let n = input.contacts.len();
-    if n == 0 || n > MAX_ENROLL {
-        return Err(Error::invalid(
-            format!("`contacts` must hold 1 to {MAX_ENROLL} entries; got {n}"),
-            "split larger lists over several requests",
-        ));
-    }
-    let mut out = Vec::with_capacity(n);
-    for (i, c) in input.contacts.into_iter().enumerate() {
-        merge_fields(i, &c.merge_fields)?;
-        let timezone = match c.timezone {
-            None => None,
-            Some(name) => match window::zone(&name) {
-                Some(zone) => Some(zone.iana_name().map_or(name, str::to_owned)),
-                None => {
-                    return Err(Error::invalid(
-                        format!("`contacts[{i}].timezone` is not a known IANA time zone: {name:?}"),
-                        "give a name such as Europe/Berlin, or leave it out for the window's",
-                    ));
-                }
-            },
-        };
-        out.push(EnrollInput { email: c.email, merge_fields: c.merge_fields, timezone });
-    }
-    Ok(out)
-}
-
-fn merge_fields(i: usize, fields: &BTreeMap<String, String>) -> Result<()> {
-    if fields.len() > MAX_MERGE_FIELDS {
-        return Err(Error::invalid(
-            format!("`contacts[{i}].mergeFields` has more than {MAX_MERGE_FIELDS} fields"),
-            "keep only the fields the steps use",
-        ));
-    }
-    if let Some((k, _)) =
-        fields.iter().find(|(k, v)| k.len() > 64 || v.chars().count() > MAX_MERGE_VALUE)
-    {
-        return Err(Error::invalid(
-            format!(
-                "`contacts[{i}].mergeFields.{}` is too long (names up to 64 bytes, values up to \
-                 {MAX_MERGE_VALUE} characters)",
-                k.chars().take(64).collect::<String>()
-            ),
-            "shorten the field",
-        ));
-    }
-    Ok(())
+    Ok(SequenceUpdate { status, sender, window, out_of_office })
 }

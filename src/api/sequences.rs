@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::enroll_input::parse_enroll;
 use super::paging;
-use super::sequence_input::{SenderChoice, parse_create, parse_enroll, parse_update};
+use super::sequence_input::{SenderChoice, parse_create, parse_update};
 use crate::error::{Error, Result};
 use crate::http::request::int_param;
 use crate::http::{Ctx, Reply};
@@ -24,6 +25,8 @@ struct View<'a> {
     from: Option<&'a str>,
     sender_group_id: Option<&'a str>,
     sending_window: Option<&'a SendingWindow>,
+    /// `pause` or `continue`: what an out-of-office answer with a return date does.
+    out_of_office: &'a str,
     status: &'a str,
     steps: &'a [Step],
     created_at: u64,
@@ -40,6 +43,7 @@ fn view(s: &Sequence, listed: bool) -> View<'_> {
         from: s.sender_group_id.is_none().then_some(s.from.as_str()),
         sender_group_id: s.sender_group_id.as_deref(),
         sending_window: s.sending_window.as_ref(),
+        out_of_office: s.out_of_office.as_deref().unwrap_or("continue"),
         status: &s.status,
         steps: &s.steps,
         created_at: s.created_at,
@@ -73,6 +77,7 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
         stats: EnrollmentStats::default(),
         counters: Default::default(),
         variants: Vec::new(),
+        out_of_office: input.out_of_office,
     };
     let sender = input.sender;
     let sequence = ctx
@@ -142,7 +147,8 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
                     .filter(|s| s.domain == domain)
                     .ok_or_else(|| Error::not_found("sequence"))?,
             };
-            if update.sender.is_none() && update.window.is_none() {
+            if update.sender.is_none() && update.window.is_none() && update.out_of_office.is_none()
+            {
                 return Ok(sequence);
             }
             if sequence.status == "completed" {
@@ -156,6 +162,9 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
             }
             if let Some(window) = update.window {
                 sequence.sending_window = window;
+            }
+            if let Some(ooo) = update.out_of_office {
+                sequence.out_of_office = ooo;
             }
             w.save_sequence(&sequence)?;
             Ok(sequence)
@@ -184,7 +193,7 @@ pub async fn delete(ctx: Ctx) -> Result<Reply> {
 pub async fn enroll(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
-    let contacts = parse_enroll(&ctx.body)?;
+    let request = parse_enroll(&ctx.body)?;
     let (d, sid) = (domain.clone(), id.clone());
     let sequence = ctx.app.store.read(move |r| r.sequence(&sid)).await?;
     let sequence =
@@ -198,9 +207,12 @@ pub async fn enroll(ctx: Ctx) -> Result<Reply> {
             "resume a paused sequence with PATCH {\"status\": \"active\"}",
         ));
     }
+    let total = request.contacts.len();
+    let (contacts, mut skipped) = super::enroll_skips::missing_fields(&sequence, request.contacts);
     let addresses: Vec<String> = contacts.iter().map(|c| c.email.clone()).collect();
     let screened =
         crate::screening::screen(&ctx.app.store, &ctx.app.dns, &domain, &addresses).await?;
+    skipped.extend(screened.blocked.iter().map(super::enroll_skips::blocked));
     // Screening normalizes and de-duplicates; the first entry of an address gives its fields.
     let mut accepted = Vec::with_capacity(screened.accepted.len());
     for address in screened.accepted {
@@ -208,12 +220,16 @@ pub async fn enroll(ctx: Ctx) -> Result<Reply> {
             accepted.push(EnrollInput { email: address, ..c.clone() });
         }
     }
-    let ids = ctx.app.store.write(move |w| w.enroll(&domain, &id, accepted, now_ms())).await?;
+    skipped.extend(super::enroll_skips::repeated(&contacts));
+    let input = (accepted, request.skip_contacted);
+    let done = ctx.app.store.write(move |w| w.enroll(&domain, &id, input, now_ms())).await?;
     ctx.app.sequences.wake();
+    skipped.extend(done.skipped);
     Reply::ok(&serde_json::json!({
-        "enrolled": ids.len(),
-        "skipped": contacts.len() - ids.len(),
-        "enrollmentIds": ids,
+        "enrolled": done.ids.len(),
+        "skipped": total - done.ids.len(),
+        "skippedDetails": super::enroll_skips::details(&skipped),
+        "enrollmentIds": done.ids,
     }))
 }
 

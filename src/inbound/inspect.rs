@@ -20,6 +20,8 @@ pub struct Inspected {
     pub unsubscribe_token: Option<String>,
     /// Message-IDs the message answers (In-Reply-To, then References, newest first).
     pub parents: Vec<String>,
+    /// What it is as an answer to our mail: a reply, an automatic one, a bounce.
+    pub answer: crate::autoreply::Finding,
 }
 
 /// Parses a received message (already carrying our trace headers) into what we act on.
@@ -38,6 +40,7 @@ pub fn inspect_parsed(message: &Message<'_>, size: u64, now: u64) -> Inspected {
         referenced: report::referenced_message_ids(message),
         unsubscribe_token: unsubscribe_token(message),
         parents: references(message),
+        answer: crate::autoreply::classify(message, crate::autoreply::utc_day(now)),
     }
 }
 

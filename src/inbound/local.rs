@@ -86,7 +86,7 @@ impl Receiver {
             }
         };
         // Forwarding applies to mail from outside; mail we send goes where it was addressed.
-        let super::Inbox { mut template, copies, delivered, reports, parents, .. } =
+        let super::Inbox { mut template, copies, delivered, reports, parents, answer, .. } =
             self.inbox(&envelope, seen, &verdict, &id, &resolved);
         // One template for every copy here: it names the address only when all share one.
         template.delivered_to =
@@ -97,7 +97,7 @@ impl Receiver {
         // The write may be retried (the disk refused it): each run starts from the same parts.
         let commit: Commit = std::sync::Arc::new(move |w: &mut Wtx<'_>| -> Result<()> {
             let mut template = template.clone();
-            link_reply(w, &parents, &mut template, &copies, (&full, prepared.clone()))?;
+            link_reply(w, (&parents, &answer), &mut template, &copies, (&full, prepared.clone()))?;
             w.emit_received(&template, &copies, auth)?;
             reports.clone().apply(w, now)
         });

@@ -173,6 +173,8 @@ struct Inbox {
     reports: Reports,
     /// The Message-IDs it answers.
     parents: Vec<String>,
+    /// What it is if it answers mail of ours.
+    answer: crate::store::ReplySeen,
     /// Outside targets and the alias or mailbox forwarding to each.
     outside: Vec<(String, String)>,
     /// Bounces to our SRS0 addresses: the original sender and the address.
@@ -341,7 +343,7 @@ impl Receiver {
                 return Ok(Accepted::Stored(id));
             }
         }
-        let Inbox { template, copies, delivered, reports, parents, outside, returns } =
+        let Inbox { template, copies, delivered, reports, parents, answer, outside, returns } =
             self.inbox(&envelope, seen, &verdict, &id, &resolved);
         let why = forced.clone();
         let sender = crate::address::bare(&template.summary.from).to_owned();
@@ -398,7 +400,7 @@ impl Receiver {
                 {
                     return Ok(false);
                 }
-                let reply_of = reply_link(w, &parents, &sender, &copies)?;
+                let reply_of = reply_link(w, &parents, &sender, &copies, &answer)?;
                 for group in &groups {
                     let mut template = group.template.clone();
                     template.in_reply_to_id.clone_from(&reply_of);
@@ -478,7 +480,10 @@ impl Receiver {
             referenced,
             unsubscribe_token,
             parents,
+            answer,
         } = seen;
+        let answer =
+            crate::store::ReplySeen { class: answer.class, pause_until: answer.pause_until() };
         let unsubscribe_token = unsubscribe_token.filter(|_| routed.to_system);
         if routed.to_system
             && routed.mailboxes.is_empty()
@@ -527,6 +532,7 @@ impl Receiver {
             delivered,
             reports,
             parents,
+            answer,
             outside: routed.outside,
             returns: routed.returns,
         }
@@ -536,13 +542,13 @@ impl Receiver {
 /// Links copies of a reply to the message of ours it answers, then stores them.
 fn link_reply(
     w: &mut Wtx<'_>,
-    parents: &[String],
+    (parents, answer): (&[String], &crate::store::ReplySeen),
     template: &mut Email,
     copies: &[(String, String)],
     (raw, prepared): (&[u8], Prepared),
 ) -> Result<()> {
     let sender = crate::address::bare(&template.summary.from).to_owned();
-    template.in_reply_to_id = reply_link(w, parents, &sender, copies)?;
+    template.in_reply_to_id = reply_link(w, parents, &sender, copies, answer)?;
     Ok(w.store_copies(template, copies, raw, Some(prepared))?)
 }
 
@@ -552,6 +558,7 @@ fn reply_link(
     parents: &[String],
     sender: &str,
     copies: &[(String, String)],
+    answer: &crate::store::ReplySeen,
 ) -> Result<Option<String>> {
     let mut reply_of = None;
     for parent in parents {
@@ -571,7 +578,7 @@ fn reply_link(
         }
     }
     if let Some(original) = &reply_of {
-        w.record_reply(original)?;
+        w.record_reply(original, answer)?;
     }
     Ok(reply_of)
 }

@@ -23,7 +23,7 @@ use crate::store::{
     Email, Enrollment, EnrollmentStatus, SendType, Sequence, Step, Store, VariantOf, Wtx,
 };
 use crate::wake::Wake;
-use merge::{Target, fill};
+use merge::{Merge, Target, fill};
 use sender::Sender;
 
 /// Due steps advanced per transaction.
@@ -240,13 +240,14 @@ fn compose(
     html: &str,
     now: u64,
 ) -> Email {
-    let mut subject = fill(subject, &e.merge_fields, &e.email, Target::Subject);
+    let merge = Merge { fields: &e.merge_fields, email: &e.email, seed: &e.id };
+    let mut subject = fill(subject, &merge, Target::Subject);
     if subject.trim().is_empty()
         && let Some(first) = &e.thread_subject
     {
         subject = if first.starts_with("Re: ") { first.clone() } else { format!("Re: {first}") };
     }
-    let html = fill(html, &e.merge_fields, &e.email, Target::Html);
+    let html = fill(html, &merge, Target::Html);
     Outbound {
         kind: SendType::Sequence,
         mailbox: sender.mailbox.clone(),

@@ -29,6 +29,9 @@ pub struct Batch {
     pub delivered: u32,
     #[serde(default)]
     pub bounced: u32,
+    /// Automatic answers (out of office, auto-responders): not replies.
+    #[serde(default)]
+    pub auto_replied: u32,
 }
 
 impl Batch {
@@ -45,6 +48,7 @@ impl Batch {
             replied: 0,
             delivered: 0,
             bounced: 0,
+            auto_replied: 0,
         }
     }
 }
@@ -59,6 +63,7 @@ pub(super) enum Event {
     Opened,
     Clicked,
     Replied,
+    AutoReplied,
 }
 
 impl Wtx<'_> {
@@ -83,6 +88,7 @@ impl Wtx<'_> {
                 Event::Opened => b.opened += 1,
                 Event::Clicked => b.clicked += 1,
                 Event::Replied => b.replied += 1,
+                Event::AutoReplied => b.auto_replied += 1,
             })?;
         }
         if let Some(sequence) = &email.sequence_id {
@@ -96,6 +102,7 @@ impl Wtx<'_> {
                 Event::Opened => c.opened += 1,
                 Event::Clicked => c.clicked += 1,
                 Event::Replied => c.replied += 1,
+                Event::AutoReplied => c.auto_replied += 1,
             })?;
         }
         Ok(())

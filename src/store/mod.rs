@@ -150,6 +150,7 @@ pub use pacing::Slot;
 pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use quota::Quota;
 pub use removal::Removed;
+pub use reports::ReplySeen;
 pub use senders::SenderHistory;
 pub use sequences::*;
 pub use sieve::{MAX_SCRIPTS, SieveScript, Vacation};

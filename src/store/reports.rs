@@ -9,7 +9,16 @@ use super::events::{EventType, email_data, outcome_data};
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
 use super::{Wtx, stats};
+use crate::autoreply::Classification;
 use crate::bounce;
+
+/// What a received answer to a message of ours is, as the inbound path classified it.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplySeen {
+    pub class: Classification,
+    /// For an out-of-office notice that names a return date: the start (UTC) of the day after.
+    pub pause_until: Option<u64>,
+}
 
 impl Wtx<'_> {
     /// A late permanent failure (a DSN) for `recipient` of message `id`: the delivery becomes
@@ -87,11 +96,24 @@ impl Wtx<'_> {
         Ok(true)
     }
 
-    /// Counts a reply to message `id` (and, the first time, to its batch).
-    pub fn record_reply(&mut self, id: &str) -> Result<()> {
+    /// Counts an answer to message `id`. A person's reply counts (the first time, for its
+    /// batch or sequence) and ends the enrollment as `replied`. An automatic answer counts in
+    /// `autoReplied` and leaves the enrollment running (paused for an out-of-office notice with
+    /// a return date when its sequence says so); a bounce that came as a reply is neither.
+    pub fn record_reply(&mut self, id: &str, answer: &ReplySeen) -> Result<()> {
         let Some(email) = self.load_email(id)? else {
             return Ok(());
         };
+        if answer.class == Classification::Bounce {
+            return Ok(());
+        }
+        if answer.class.is_automatic() {
+            self.count(&email, Event::AutoReplied)?;
+            if let Some(enrollment) = &email.enrollment_id {
+                self.auto_answered(enrollment, answer.pause_until)?;
+            }
+            return Ok(());
+        }
         let mut t = self.tracking_of(id)?;
         t.replies = t.replies.saturating_add(1);
         self.put_tracking(id, &t)?;

@@ -78,6 +78,9 @@ pub const ENROLLMENTS_BY_SEQUENCE: TableDefinition<(&str, &str), ()> =
 /// (due time, enrollment id) -> (): enrollments whose next step waits for that time.
 pub const ENROLLMENTS_DUE: TableDefinition<(u64, &str), ()> =
     TableDefinition::new("enrollments_due");
+/// (domain, lower-cased address) -> `replied` or `bounced`: contacts that answered or bounced in
+/// a sequence of the domain, which enroll skips as `contacted`.
+pub const CONTACTED: TableDefinition<(&str, &str), &str> = TableDefinition::new("contacted");
 /// (domain, UTC day number since the epoch) -> `DayCounts`: delivery and engagement counters, so a
 /// window of days is one range read.
 pub const DAILY_STATS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("daily_stats");

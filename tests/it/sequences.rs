@@ -21,9 +21,9 @@ fn two_touches(w: &MailWorld, ms: u64) -> String {
     create(
         w,
         json!([
-            {"type": "send_email", "subject": "Hello {{firstName}}", "html": "<p>Hi {{firstName}} of {{company}}</p>"},
+            {"type": "send_email", "subject": "Hello {{firstName|}}", "html": "<p>Hi {{firstName|}} of {{company|}}</p>"},
             {"type": "delay", "delayMs": ms},
-            {"type": "send_email", "subject": "", "html": "<p>Following up, {{firstName}}.</p>"}
+            {"type": "send_email", "subject": "", "html": "<p>Following up, {{firstName|}}.</p>"}
         ]),
     )
 }
@@ -94,7 +94,7 @@ fn a_three_step_sequence_sends_both_steps_in_order_merged_and_threaded() {
         );
         assert!(html_part(second).contains(&format!("Following up, {name}.")));
     }
-    // Merge values are escaped in HTML; a field with no value is empty.
+    // Merge values are escaped in HTML; a field with no value takes its (here empty) fallback.
     let ada = html_part(&messages_to(&w, "ada@example.org")[0].data);
     assert!(ada.contains("Engines &amp; &lt;Co&gt;"), "{ada}");
     let grace = html_part(&messages_to(&w, "grace@example.net")[0].data);
@@ -103,7 +103,8 @@ fn a_three_step_sequence_sends_both_steps_in_order_merged_and_threaded() {
     assert_eq!(item["stepCount"], 3);
     assert_eq!(
         item["stats"],
-        json!({"total": 2, "active": 0, "completed": 2, "replied": 0, "bounced": 0, "cancelled": 0})
+        json!({"total": 2, "active": 0, "completed": 2, "replied": 0, "bounced": 0, "cancelled": 0,
+               "autoReplied": 0})
     );
     // The step messages are stored as sent mail of the sequence, and counted. The sink has the
     // last message a moment before its delivery is recorded, so the count is waited for.
@@ -233,7 +234,14 @@ fn enrollment_rules_and_delete_cancel_what_is_scheduled() {
     );
     assert_eq!((first["enrolled"].as_u64(), first["skipped"].as_u64()), (Some(2), Some(1)));
     let again = enroll(&w, &id, json!([{"email": "ada@example.org"}, {"email": "not an address"}]));
-    assert_eq!(again, json!({"enrolled": 0, "skipped": 2, "enrollmentIds": []}));
+    let details = json!([
+        {"email": "not an address", "reason": "invalid_address"},
+        {"email": "ada@example.org", "reason": "already_enrolled"}
+    ]);
+    assert_eq!(
+        again,
+        json!({"enrolled": 0, "skipped": 2, "skippedDetails": details, "enrollmentIds": []})
+    );
     w.sink.wait_for(2, Duration::from_secs(10));
 
     api.patch(&format!("/v1/sequences/{id}"), json!({"status": "completed"}))

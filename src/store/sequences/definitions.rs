@@ -109,21 +109,24 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// The ids of the domain's sequences.
+    pub(super) fn sequence_ids(&self, domain: &str) -> Result<Vec<String>> {
+        let table = self.tx.open_table(SEQUENCES_BY_DOMAIN)?;
+        let mut ids = Vec::new();
+        for entry in table.range((domain, "")..)? {
+            let (key, _) = entry?;
+            let (d, id) = key.value();
+            if d != domain {
+                break;
+            }
+            ids.push(id.to_owned());
+        }
+        Ok(ids)
+    }
+
     /// Removes every sequence and enrollment of a domain (the domain is being removed).
     pub(in crate::store) fn remove_domain_sequences(&mut self, domain: &str) -> Result<()> {
-        let ids: Vec<String> = {
-            let table = self.tx.open_table(SEQUENCES_BY_DOMAIN)?;
-            let mut ids = Vec::new();
-            for entry in table.range((domain, "")..)? {
-                let (key, _) = entry?;
-                let (d, id) = key.value();
-                if d != domain {
-                    break;
-                }
-                ids.push(id.to_owned());
-            }
-            ids
-        };
+        let ids = self.sequence_ids(domain)?;
         for id in &ids {
             for enrollment in self.active_enrollments(id)? {
                 let now = crate::ids::now_ms();
@@ -133,6 +136,7 @@ impl Wtx<'_> {
             self.tx.open_table(SEQUENCES_BY_DOMAIN)?.remove((domain, id.as_str()))?;
             drain_domain(&mut self.tx.open_table(ENROLLMENTS_BY_SEQUENCE)?, id)?;
         }
+        drain_domain(&mut self.tx.open_table(CONTACTED)?, domain)?;
         // Ended enrollments kept their records for the sequence's counters: they go with it.
         let mut enrollments = self.tx.open_table(ENROLLMENTS)?;
         let mut gone = Vec::new();

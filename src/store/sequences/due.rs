@@ -42,6 +42,19 @@ impl Wtx<'_> {
         Ok(true)
     }
 
+    /// Moves the next step of an active enrollment to `until` when it was due earlier (an
+    /// out-of-office pause). A step parked by a paused sequence keeps waiting for the resume,
+    /// which puts it back at `until` or later.
+    pub(in crate::store) fn postpone(&mut self, e: &mut Enrollment, until: u64) -> Result<()> {
+        let Some(due) = e.due.filter(|due| *due < until) else { return Ok(()) };
+        if !e.parked {
+            self.tx.open_table(ENROLLMENTS_DUE)?.remove((due, e.id.as_str()))?;
+            self.tx.open_table(ENROLLMENTS_DUE)?.insert((until, e.id.as_str()), ())?;
+        }
+        e.due = Some(until);
+        Ok(())
+    }
+
     pub fn schedule_enrollment(&mut self, e: &mut Enrollment, due: u64) -> Result<()> {
         e.due = Some(due);
         self.tx.open_table(ENROLLMENTS_DUE)?.insert((due, e.id.as_str()), ())?;

@@ -22,6 +22,14 @@ pub struct EnrollInput {
     pub timezone: Option<String>,
 }
 
+/// What enroll did: the new enrollments' ids, in input order, and the addresses it skipped with
+/// their reasons (`already_enrolled`, `contacted`).
+#[derive(Debug, Default)]
+pub struct Enrolled {
+    pub ids: Vec<String>,
+    pub skipped: Vec<(String, &'static str)>,
+}
+
 /// Whether an enrollment may move from `from` to `to`. Replies and bounces that arrive after the
 /// last step still count: a completed enrollment can become `replied` or `bounced`.
 fn allowed(from: EnrollmentStatus, to: EnrollmentStatus) -> bool {
@@ -45,15 +53,16 @@ fn ended(status: EnrollmentStatus) -> Option<EventType> {
 }
 
 impl Wtx<'_> {
-    /// Enrolls each address that has no active enrollment in the sequence; the first step is due
-    /// at `now`. Returns the new enrollments' ids, in input order.
+    /// Enrolls each address that has no active enrollment in the sequence (and, with
+    /// `skip_contacted`, never replied to or bounced in a sequence of the domain and is not
+    /// active in another); the first step is due at `now`.
     pub fn enroll(
         &mut self,
         domain: &str,
         id: &str,
-        contacts: Vec<EnrollInput>,
+        (contacts, skip_contacted): (Vec<EnrollInput>, bool),
         now: u64,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Enrolled> {
         let mut sequence = self.owned_sequence(domain, id)?;
         if sequence.status != "active" {
             return Err(Error::invalid(
@@ -64,10 +73,20 @@ impl Wtx<'_> {
                 "resume it with PATCH /v1/sequences/{id} {\"status\": \"active\"}",
             ));
         }
-        let mut ids = Vec::new();
+        let mut done = Enrolled::default();
+        let others: Vec<String> = if skip_contacted {
+            self.sequence_ids(domain)?.into_iter().filter(|s| s != id).collect()
+        } else {
+            Vec::new()
+        };
         for EnrollInput { email, merge_fields, timezone } in contacts {
             let key = email.to_ascii_lowercase();
             if self.tx.open_table(ENROLLMENTS_ACTIVE)?.get((id, key.as_str()))?.is_some() {
+                done.skipped.push((email, "already_enrolled"));
+                continue;
+            }
+            if skip_contacted && self.contacted(domain, &key, &others)? {
+                done.skipped.push((email, "contacted"));
                 continue;
             }
             let enrollment = Enrollment {
@@ -97,10 +116,25 @@ impl Wtx<'_> {
             self.save_enrollment(&enrollment)?;
             sequence.stats.total += 1;
             sequence.stats.active += 1;
-            ids.push(enrollment.id);
+            done.ids.push(enrollment.id);
         }
         self.save_sequence(&sequence)?;
-        Ok(ids)
+        Ok(done)
+    }
+
+    /// Whether `key` (a lower-cased address) replied to or bounced in a sequence of `domain`, or
+    /// is active in one of the sequences `others`.
+    fn contacted(&self, domain: &str, key: &str, others: &[String]) -> Result<bool> {
+        if self.tx.open_table(CONTACTED)?.get((domain, key))?.is_some() {
+            return Ok(true);
+        }
+        let active = self.tx.open_table(ENROLLMENTS_ACTIVE)?;
+        for other in others {
+            if active.get((other.as_str(), key))?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     pub fn load_enrollment(&self, id: &str) -> Result<Option<Enrollment>> {
@@ -141,6 +175,14 @@ impl Wtx<'_> {
         *sequence.stats.slot(status) += 1;
         e.status = status;
         e.updated_at = now;
+        if let Some(mark) = match status {
+            EnrollmentStatus::Replied => Some("replied"),
+            EnrollmentStatus::Bounced => Some("bounced"),
+            _ => None,
+        } {
+            let key = e.email.to_ascii_lowercase();
+            self.tx.open_table(CONTACTED)?.insert((e.domain.as_str(), key.as_str()), mark)?;
+        }
         if let Some(kind) = ended(status) {
             self.emit(&e.domain, kind, || enrollment_data(&e.sequence_id, &e.id, &e.email))?;
         }
@@ -176,6 +218,25 @@ impl Wtx<'_> {
             self.end_enrollment(enrollment, status, at)?;
         }
         Ok(())
+    }
+
+    /// An automatic answer to a message of enrollment `id`: counted in its sequence's
+    /// `autoReplied`. With `pause_until` (an out-of-office notice's day after return) and a
+    /// sequence set to `outOfOffice: "pause"`, its next step waits until then.
+    pub(in crate::store) fn auto_answered(
+        &mut self,
+        id: &str,
+        pause_until: Option<u64>,
+    ) -> Result<()> {
+        let Some(mut e) = self.load_enrollment(id)? else { return Ok(()) };
+        let Some(mut sequence) = self.load_sequence(&e.sequence_id)? else { return Ok(()) };
+        sequence.stats.auto_replied += 1;
+        let pausing = sequence.out_of_office.as_deref() == Some("pause");
+        if let Some(until) = pause_until.filter(|_| pausing && e.status.is_active()) {
+            self.postpone(&mut e, until)?;
+            self.save_enrollment(&e)?;
+        }
+        self.save_sequence(&sequence)
     }
 
     /// Ids of the sequence's active enrollments.

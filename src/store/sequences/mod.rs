@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::status::EnrollmentStatus;
 
 pub use super::emails::VariantOf;
-pub use enrollments::{EnrollInput, EnrollmentPage};
+pub use enrollments::{EnrollInput, Enrolled, EnrollmentPage};
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -104,6 +104,9 @@ pub struct EnrollmentStats {
     pub replied: u64,
     pub bounced: u64,
     pub cancelled: u64,
+    /// Automatic answers (out-of-office notices, auto-responders) received: not replies.
+    #[serde(default, rename = "autoReplied")]
+    pub auto_replied: u64,
 }
 
 impl EnrollmentStats {
@@ -127,6 +130,9 @@ pub struct MessageCounters {
     pub clicked: u64,
     pub replied: u64,
     pub bounced: u64,
+    /// Automatic answers received (counted per answer; they are not replies).
+    #[serde(default, rename = "autoReplied")]
+    pub auto_replied: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -156,6 +162,10 @@ pub struct Sequence {
     /// Per step variant, once it has sent; also the turn of the next enrollment to reach it.
     #[serde(default)]
     pub variants: Vec<VariantCounters>,
+    /// `pause`: an out-of-office answer naming a return date pauses its enrollment until the
+    /// day after it; `None` (or `continue`) leaves the steps running.
+    #[serde(default)]
+    pub out_of_office: Option<String>,
 }
 
 impl Sequence {

@@ -1,0 +1,209 @@
+//! What an answer to our mail is: a person's reply, an automatic one (an out-of-office notice, a
+//! ticket confirmation), a request to stop, or a bounce. A pure function over the parsed
+//! message, so the inbound path and the tests classify alike.
+//!
+//! Headers decide first, because responders set them whatever the language: RFC 3834
+//! `Auto-Submitted` other than `no`, `X-Autoreply`/`X-Autorespond`, `Precedence: auto_reply`
+//! (and the `bulk`/`junk` old vacation programs send), Exchange's inbox-rule loop header and
+//! `X-Auto-Response-Suppress`. Responders that set none of them (Gmail's vacation with a custom
+//! subject, hand-made rules) are caught by the subject they start with. The body is read only
+//! for what kind of automatic answer it is and for a return date, never to call a person's reply
+//! automatic: people quote "out of office" in their own words.
+
+mod markers;
+pub mod return_date;
+
+use mail_parser::{Message, MimeHeaders};
+use serde::{Deserialize, Serialize};
+
+/// What a received answer to sequence or campaign mail is (`GET /v1/replies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classification {
+    Reply,
+    AutoReply,
+    OutOfOffice,
+    UnsubscribeRequest,
+    Bounce,
+}
+
+impl Classification {
+    /// Automatic answers leave the enrollment running and are not counted as replies.
+    pub fn is_automatic(self) -> bool {
+        matches!(self, Classification::AutoReply | Classification::OutOfOffice)
+    }
+}
+
+/// A classification and, for an out-of-office notice that names one, the day its writer is back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    pub class: Classification,
+    pub back_on: Option<jiff::civil::Date>,
+}
+
+impl Finding {
+    /// The start (UTC, Unix milliseconds) of the day after the return date: when a paused
+    /// enrollment's next step may go.
+    pub fn pause_until(&self) -> Option<u64> {
+        let next = self.back_on?.tomorrow().ok()?;
+        let start =
+            next.at(0, 0, 0, 0).to_zoned_datetime(jiff::tz::TimeZone::UTC).ok()?.timestamp();
+        u64::try_from(start.as_millisecond()).ok()
+    }
+}
+
+/// The UTC day of `now_ms` (Unix milliseconds).
+pub fn utc_day(now_ms: u64) -> jiff::civil::Date {
+    let ms = i64::try_from(now_ms).unwrap_or(i64::MAX);
+    let at = jiff::Timestamp::from_millisecond(ms).unwrap_or(jiff::Timestamp::MAX);
+    at.to_zoned_datetime(jiff::tz::TimeZone::UTC).date()
+}
+
+/// The body text read for the kind of answer and a return date: an out-of-office notice says it
+/// in its first lines.
+const BODY_READ: usize = 4096;
+
+/// Classifies `message`, received on `today` (dates in its text before today are not return
+/// dates).
+pub fn classify(message: &Message<'_>, today: jiff::civil::Date) -> Finding {
+    let subject = message.subject().unwrap_or("").trim();
+    if is_bounce(message, subject) {
+        return Finding { class: Classification::Bounce, back_on: None };
+    }
+    let text = own_text(message);
+    let automatic = automatic_by_headers(message) || markers::automatic_subject(subject);
+    if !automatic {
+        let class = if markers::asks_to_stop(&text) {
+            Classification::UnsubscribeRequest
+        } else {
+            Classification::Reply
+        };
+        return Finding { class, back_on: None };
+    }
+    if markers::out_of_office(subject) || markers::out_of_office(&text) {
+        let back_on = return_date::find(&text, today);
+        return Finding { class: Classification::OutOfOffice, back_on };
+    }
+    Finding { class: Classification::AutoReply, back_on: None }
+}
+
+/// The message's own text, without the quoted message below it, at most `BODY_READ` bytes.
+fn own_text(message: &Message<'_>) -> String {
+    let body = message.body_text(0).unwrap_or_default();
+    let mut out = String::with_capacity(body.len().min(BODY_READ));
+    for line in body.lines() {
+        let t = line.trim();
+        if t.starts_with('>') {
+            continue;
+        }
+        if markers::starts_quote(t) {
+            break;
+        }
+        if out.len() + line.len() >= BODY_READ {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn header(message: &Message<'_>, name: &str) -> Option<String> {
+    message.header_raw(name).map(|v| v.trim().to_ascii_lowercase())
+}
+
+/// Whether a header says the message was sent by a program, not written by a person.
+fn automatic_by_headers(message: &Message<'_>) -> bool {
+    if let Some(v) = header(message, "Auto-Submitted") {
+        // `no` with optional comments or parameters means a person sent it (RFC 3834 5.1).
+        let keyword = v.split(|c: char| c == ';' || c == '(' || c.is_whitespace()).next();
+        if keyword.is_some_and(|k| !k.is_empty() && k != "no") {
+            return true;
+        }
+    }
+    for name in ["X-Autoreply", "X-Autorespond", "X-Autogenerated", "X-Mail-Autoreply"] {
+        if header(message, name).is_some_and(|v| v != "no" && v != "false") {
+            return true;
+        }
+    }
+    if header(message, "Precedence")
+        .is_some_and(|v| matches!(v.as_str(), "auto_reply" | "bulk" | "junk"))
+    {
+        return true;
+    }
+    // Exchange stamps the answers its inbox rules and out-of-office assistant send.
+    if message.header_raw("X-MS-Exchange-Inbox-Rules-Loop").is_some() {
+        return true;
+    }
+    header(message, "X-Auto-Response-Suppress").is_some_and(|v| {
+        v.split(',').map(str::trim).any(|p| matches!(p, "all" | "oof" | "autoreply"))
+    })
+}
+
+/// A delivery status notification (a bounce that came as a reply rather than to our bounce
+/// address).
+fn is_bounce(message: &Message<'_>, subject: &str) -> bool {
+    let report = message.content_type().is_some_and(|c| {
+        c.ctype().eq_ignore_ascii_case("multipart")
+            && c.subtype().is_some_and(|s| s.eq_ignore_ascii_case("report"))
+            && c.attribute("report-type").is_some_and(|r| r.eq_ignore_ascii_case("delivery-status"))
+    });
+    if report {
+        return true;
+    }
+    let sender = message
+        .from()
+        .and_then(|f| f.first())
+        .and_then(|a| a.address())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let daemon = sender.starts_with("mailer-daemon@") || sender.starts_with("postmaster@");
+    daemon && markers::bounce_subject(subject)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(y: i16, m: i8, d: i8) -> jiff::civil::Date {
+        jiff::civil::Date::new(y, m, d).expect("date") // ok: test
+    }
+
+    fn class(raw: &str) -> Finding {
+        let message = mail_parser::MessageParser::default().parse(raw.as_bytes()).expect("parses"); // ok: test
+        classify(&message, day(2026, 11, 27))
+    }
+
+    #[test]
+    fn auto_submitted_no_is_a_person() {
+        let f = class("Auto-Submitted: no\r\nSubject: Re: hi\r\n\r\nSounds good.\r\n");
+        assert_eq!(f.class, Classification::Reply);
+    }
+
+    #[test]
+    fn auto_submitted_with_comment_is_automatic() {
+        let raw = "Auto-Submitted: auto-replied (vacation)\r\nSubject: Re: hi\r\n\r\n\
+                   Thanks, we got it.\r\n";
+        assert_eq!(class(raw).class, Classification::AutoReply);
+    }
+
+    #[test]
+    fn quoted_out_of_office_in_a_person_s_reply_is_a_reply() {
+        let raw = "Subject: Re: hi\r\n\r\nI was out of office last week, sorry.\r\n";
+        assert_eq!(class(raw).class, Classification::Reply);
+    }
+
+    #[test]
+    fn a_request_to_stop_is_named() {
+        let raw = "Subject: Re: hi\r\n\r\nPlease remove me from your list.\r\n\r\n\
+                   > Please remove me would be quoted\r\n";
+        assert_eq!(class(raw).class, Classification::UnsubscribeRequest);
+    }
+
+    #[test]
+    fn a_daemon_s_notice_is_a_bounce() {
+        let raw = "From: Mail Delivery System <MAILER-DAEMON@mx.test>\r\n\
+                   Subject: Undelivered Mail Returned to Sender\r\n\r\nNo such user.\r\n";
+        assert_eq!(class(raw).class, Classification::Bounce);
+    }
+}

@@ -52,6 +52,9 @@ pub fn runtime(host: &str) -> Runtime {
         .with_local_hostname(host.to_owned())
         .with_vacation_default_subject("Automatic reply")
         .with_vacation_subject_prefix("Auto: ")
+        // Delivery names the mailbox's other addresses (aliases, `+tag` forms) as original
+        // recipients: vacation answers mail addressed to any of them (RFC 5230 `:addresses`).
+        .with_vacation_use_orig_rcpt(true)
         .without_capabilities([
             Capability::Include,
             Capability::Enotify,

@@ -45,6 +45,13 @@ pub struct Filed {
     pub reject: bool,
 }
 
+impl Filed {
+    /// A copy the filter did not judge (mail of this server): the inbox, no finding.
+    pub fn inbox() -> Filed {
+        Filed { folder: Folder::Inbox, spam: None, header: String::new(), reject: false }
+    }
+}
+
 impl Filter {
     pub fn new(models: Models, config: &Inbound) -> Filter {
         Filter { models, blacklists: Blacklists::new(config.dnsbl.clone(), config.dnsbl_timeout) }

@@ -7,9 +7,11 @@
 use crate::error::Result;
 use crate::ids::{new_id, now_ms};
 use crate::queue::local::{Commit, Handing, Handover, Local};
-use crate::store::{Outcome, Prepared, Wtx};
+use crate::store::{Outcome, Wtx};
 
-use super::{Envelope, Receiver, auth, inspect, link_reply, rfc2822_date};
+use super::filing::groups;
+use super::filter::Filed;
+use super::{Envelope, Receiver, auth, forward, inspect, reply_link, rfc2822_date};
 
 /// The reply a delivered recipient gets.
 const DELIVERED: &str = "250 2.0.0 delivered to a mailbox of this server";
@@ -36,6 +38,16 @@ fn refused(reply: &str) -> Outcome {
     if text.starts_with('5') { Outcome::Bounced(text) } else { Outcome::Deferred(text) }
 }
 
+/// What a handed-over message became before anything is written.
+struct Routed {
+    groups: Vec<super::filing::Group>,
+    flags: Vec<(String, String, crate::store::Folder, Vec<String>)>,
+    outgoing: Vec<super::forward::Outgoing>,
+    /// The Message-IDs it answers, what it reports about mail we sent, and what kind of
+    /// answer it is (a person's, or automatic) for the sequences it answers.
+    links: (Vec<String>, super::reports::Reports, crate::store::ReplySeen),
+}
+
 impl Receiver {
     async fn take_local(
         &self,
@@ -55,6 +67,13 @@ impl Receiver {
         if accepted.is_empty() {
             return Handover { outcomes, commit: None };
         }
+        // Only the hop count: our loop marker names our own domain on every redirect between
+        // mailboxes of this server.
+        if forward::looping(message, &[]) {
+            let why = refused(forward::LOOPING);
+            outcomes.extend(accepted.into_iter().map(|r| (r, why.clone())));
+            return Handover { outcomes, commit: None };
+        }
         let id = new_id("em");
         let now = now_ms();
         let (results, verdict) = auth::local(message, sender_domain, mail_from, &self.host);
@@ -65,6 +84,7 @@ impl Receiver {
         );
         let message = super::trace::without_our_results(message, &self.host);
         let full = [received.as_bytes(), results.as_bytes(), &message].concat();
+        let trace = received.len() + results.len();
         let Some(seen) = inspect(&full, now) else {
             let why = "554 5.6.0 the message could not be parsed".to_owned();
             outcomes.extend(accepted.into_iter().map(|r| (r, Outcome::Failed(why.clone()))));
@@ -73,35 +93,104 @@ impl Receiver {
         let envelope = Envelope {
             ip: std::net::Ipv4Addr::LOCALHOST.into(),
             helo: self.host.clone(),
-            from: mail_from.to_owned(),
+            from: script_sender(mail_from, &seen.email.summary.from),
             recipients: accepted.clone(),
             tls: false,
         };
-        let resolved = match self.resolve(&accepted).await {
-            Ok(resolved) => resolved,
+        let routed = match self.route_local(&envelope, seen, &verdict, &id, (&full, trace)).await {
+            Ok(Ok(routed)) => routed,
+            Ok(Err(reply)) => {
+                let why = refused(&reply);
+                outcomes.extend(accepted.into_iter().map(|r| (r, why.clone())));
+                return Handover { outcomes, commit: None };
+            }
             Err(e) => {
                 let why = format!("451 4.3.0 temporary failure: {e}");
                 outcomes.extend(accepted.into_iter().map(|r| (r, Outcome::Deferred(why.clone()))));
                 return Handover { outcomes, commit: None };
             }
         };
-        // Forwarding applies to mail from outside; mail we send goes where it was addressed.
-        let super::Inbox { mut template, copies, delivered, reports, parents, answer, .. } =
-            self.inbox(&envelope, seen, &verdict, &id, &resolved);
-        // One template for every copy here: it names the address only when all share one.
-        template.delivered_to =
-            delivered.first().filter(|d| delivered.iter().all(|x| x == *d)).cloned();
-        let r = &verdict.results;
-        let auth = [r.spf, r.dkim, r.dmarc];
-        let prepared = Prepared::of(&full, copies.len());
-        // The write may be retried (the disk refused it): each run starts from the same parts.
-        let commit: Commit = std::sync::Arc::new(move |w: &mut Wtx<'_>| -> Result<()> {
-            let mut template = template.clone();
-            link_reply(w, (&parents, &answer), &mut template, &copies, (&full, prepared.clone()))?;
-            w.emit_received(&template, &copies, auth)?;
-            reports.clone().apply(w, now)
-        });
+        let commit = commit_of(routed, verdict, now);
         outcomes.extend(accepted.into_iter().map(|r| (r, Outcome::Delivered(DELIVERED.into()))));
         Handover { outcomes, commit: Some(commit) }
     }
+
+    /// Routes a handed-over message as our MX routes mail: aliases and forwards (outside
+    /// targets forwarded with SRS and ARC), then each mailbox's Sieve script and vacation.
+    /// `Ok(Err(reply))` when every recipient's script rejected it.
+    async fn route_local(
+        &self,
+        envelope: &Envelope,
+        seen: super::Inspected,
+        verdict: &auth::Verdict,
+        id: &str,
+        (full, trace): (&[u8], usize),
+    ) -> Result<std::result::Result<Routed, String>> {
+        let resolved = self.resolve(&envelope.recipients).await?;
+        let super::Inbox { template, mut copies, delivered, reports, parents, outside, answer, .. } =
+            self.inbox(envelope, seen, verdict, id, &resolved);
+        // Mail of this server is not spam-filtered here: each copy goes to the inbox unless
+        // its mailbox's script says otherwise.
+        let mut filed: Vec<Filed> = copies.iter().map(|_| Filed::inbox()).collect();
+        let reached: std::collections::HashMap<String, String> =
+            copies.iter().map(|(copy, _)| copy.clone()).zip(delivered).collect();
+        let decided = self.sieve_copies(envelope, verdict, full, &mut copies, &mut filed).await?;
+        if let Some(reply) = decided.refused {
+            return Ok(Err(reply));
+        }
+        let delivered: Vec<String> =
+            copies.iter().map(|(copy, _)| reached.get(copy).cloned().unwrap_or_default()).collect();
+        let forwards: Vec<forward::Forward<'_>> =
+            outside.iter().map(|(target, via)| forward::Forward { target, via }).collect();
+        let now = now_ms();
+        let mut outgoing = self.forwards(envelope, (full, trace), &template, &forwards, now).await;
+        let redirects = &decided.redirects;
+        outgoing.extend(self.redirected(envelope, (full, trace), &template, redirects, now).await);
+        outgoing.extend(self.answers(decided.sends, now));
+        let groups = groups(&template, (&copies, &delivered), filed, (full, trace));
+        let (flags, links) = (decided.flags, (parents, reports, answer));
+        Ok(Ok(Routed { groups, flags, outgoing, links }))
+    }
+}
+
+/// The envelope sender a mailbox's script sees and answers: a message of ours carries one of
+/// our bounce addresses, which names the message, not its author; the author is the checked
+/// From of a message this server signed.
+fn script_sender(mail_from: &str, from: &str) -> String {
+    let local = mail_from.rsplit_once('@').map_or(mail_from, |(l, _)| l);
+    if local.to_ascii_lowercase().starts_with("bounces+") {
+        crate::address::bare(from).to_ascii_lowercase()
+    } else {
+        mail_from.to_owned()
+    }
+}
+
+/// The write of a routed message: its copies, flags, reports, and what it sends on. The write
+/// may be retried (the disk refused it): each run starts from the same parts.
+fn commit_of(routed: Routed, verdict: auth::Verdict, now: u64) -> Commit {
+    let r = &verdict.results;
+    let auth = [r.spf, r.dkim, r.dmarc];
+    std::sync::Arc::new(move |w: &mut Wtx<'_>| -> Result<()> {
+        let (parents, reports, answer) = &routed.links;
+        let first = routed.groups.first();
+        let sender = first.map(|g| crate::address::bare(&g.template.summary.from).to_owned());
+        let copies: Vec<(String, String)> =
+            routed.groups.iter().flat_map(|g| g.copies.iter().cloned()).collect();
+        let reply_of = reply_link(w, parents, sender.as_deref().unwrap_or(""), &copies, answer)?;
+        for group in &routed.groups {
+            let mut template = group.template.clone();
+            template.in_reply_to_id.clone_from(&reply_of);
+            let raw = (&group.raw, Some(group.prepared.clone()));
+            w.store_copies_to(&template, &group.copies, &group.delivered, raw.0, raw.1)?;
+            w.emit_received(&template, &group.copies, auth)?;
+        }
+        for (copy, mailbox, folder, flags) in &routed.flags {
+            w.imap_store_flags(mailbox, *folder, copy, flags.clone())?;
+        }
+        reports.clone().apply(w, now)?;
+        for (email, raw) in &routed.outgoing {
+            w.enqueue_submitted(email, raw, now)?;
+        }
+        Ok(())
+    })
 }

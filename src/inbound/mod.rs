@@ -23,6 +23,7 @@ pub mod report;
 mod reports;
 mod routing;
 mod sieve;
+mod sieve_out;
 mod srs;
 mod trace;
 
@@ -37,7 +38,7 @@ use crate::config::Inbound;
 use crate::dns::Dns;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
-use crate::store::{Email, Prepared, Store, Wtx};
+use crate::store::{Email, Store, Wtx};
 use crate::tracking::Tokens;
 use auth::Verdict;
 pub use disposition::DMARC_REFUSED;
@@ -387,6 +388,10 @@ impl Receiver {
         let mut outgoing =
             self.forwards(&envelope, (&full, trace), &template, &forwards, now).await;
         outgoing.extend(self.pass_back((&full, trace), &template, &returns, now));
+        let redirects = &decided.redirects;
+        outgoing
+            .extend(self.redirected(&envelope, (&full, trace), &template, redirects, now).await);
+        outgoing.extend(self.answers(decided.sends, now));
         let wake = !outgoing.is_empty();
         let size = full.len() as u64;
         drop(full);
@@ -424,11 +429,8 @@ impl Receiver {
                 Ok(true)
             })
             .await?;
-        if stored {
-            self.queue_sends(decided.sends).await;
-            if wake {
-                self.queue.wake();
-            }
+        if stored && wake {
+            self.queue.wake();
         }
         Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
     }
@@ -537,19 +539,6 @@ impl Receiver {
             returns: routed.returns,
         }
     }
-}
-
-/// Links copies of a reply to the message of ours it answers, then stores them.
-fn link_reply(
-    w: &mut Wtx<'_>,
-    (parents, answer): (&[String], &crate::store::ReplySeen),
-    template: &mut Email,
-    copies: &[(String, String)],
-    (raw, prepared): (&[u8], Prepared),
-) -> Result<()> {
-    let sender = crate::address::bare(&template.summary.from).to_owned();
-    template.in_reply_to_id = reply_link(w, parents, &sender, copies, answer)?;
-    Ok(w.store_copies(template, copies, raw, Some(prepared))?)
 }
 
 /// The message of ours a received one answers, recorded as replied to.

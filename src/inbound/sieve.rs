@@ -27,8 +27,10 @@ pub(super) struct Sieved {
     pub flags: Vec<String>,
     /// `reject`'s reason.
     pub reject: Option<String>,
-    /// Messages to send: (recipient, bytes, whether it is an answer rather than a redirect).
-    pub sends: Vec<(String, Vec<u8>, bool)>,
+    /// Answers to send (vacation): (recipient, bytes). They leave with the null sender.
+    pub sends: Vec<(String, Vec<u8>)>,
+    /// Addresses to redirect the message to; each leaves as a forward does (SRS, ARC).
+    pub redirects: Vec<String>,
 }
 
 impl Sieved {
@@ -51,6 +53,10 @@ pub(super) struct Facts {
     pub spam: bool,
     pub script: Option<String>,
     pub vacation: Option<Vacation>,
+    /// The recipient addresses in the message's header that lead to this mailbox (itself, its
+    /// aliases, their `+tag` forms): vacation treats each as the mailbox's own (RFC 5230
+    /// `:addresses`).
+    pub ours: Vec<String>,
 }
 
 /// Runs the mailbox's vacation settings, then its script; `None` when it has neither.
@@ -160,6 +166,10 @@ fn one(
     ctx.set_envelope(Envelope::From, f.sender.as_str());
     ctx.set_envelope(Envelope::To, f.mailbox.as_str());
     ctx.set_user_address(f.mailbox.as_str());
+    // The runtime reads the mailbox's other addresses from here (`vacation_use_orig_rcpt`).
+    for address in &f.ours {
+        ctx.set_envelope(Envelope::Orcpt, address.as_str());
+    }
     let mut out = Sieved::default();
     let mut created: Vec<Vec<u8>> = Vec::new();
     let mut input = Input::script("active", script);
@@ -221,10 +231,14 @@ fn one(
                         tracing::info!(mailbox = %f.mailbox, "redirect skipped: already redirected here");
                         continue;
                     }
-                    let marker = format!("{REDIRECTED}: {}\r\n", f.mailbox);
-                    out.sends.push((to, [marker.as_bytes(), &f.raw].concat(), false));
+                    if f.spam {
+                        // As with forwards: what our filter calls spam is not passed on.
+                        tracing::info!(mailbox = %f.mailbox, "redirect skipped: spam");
+                        continue;
+                    }
+                    out.redirects.push(to);
                 } else if let Some(message) = created.get(message_id - 1) {
-                    out.sends.push((to, message.clone(), true));
+                    out.sends.push((to, message.clone()));
                 }
             }
             Event::SetEnvelope { .. } | Event::Notify { .. } => {}
@@ -240,8 +254,10 @@ pub(super) struct Decided {
     pub refused: Option<String>,
     /// Flags to set on stored copies: (copy id, mailbox, folder, flags).
     pub flags: Vec<(String, String, crate::store::Folder, Vec<String>)>,
-    /// Messages to queue: (mailbox, recipient, bytes).
+    /// Answers to queue with the null sender: (mailbox, recipient, bytes).
     pub sends: Vec<(String, String, Vec<u8>)>,
+    /// Redirects: (mailbox, recipient); sent as forwards of the mailbox.
+    pub redirects: Vec<(String, String)>,
 }
 
 impl super::Receiver {
@@ -271,9 +287,10 @@ impl super::Receiver {
             return Ok(decided);
         }
         let raw = Arc::new(full.to_vec());
+        let ours = self.our_addresses(super::sieve_out::header_recipients(full), copies).await;
         let mut outcomes = Vec::with_capacity(copies.len());
-        for (((_, mailbox), f), (script, vacation)) in copies.iter().zip(filed.iter()).zip(settings)
-        {
+        let each = copies.iter().zip(filed.iter()).zip(settings).zip(ours);
+        for ((((_, mailbox), f), (script, vacation)), ours) in each {
             if script.is_none() && vacation.is_none() {
                 outcomes.push(Sieved::kept());
                 continue;
@@ -285,6 +302,7 @@ impl super::Receiver {
                 spam: f.spam.as_ref().is_some_and(|s| s.verdict == "spam"),
                 script,
                 vacation,
+                ours,
             };
             outcomes.push(run(&self.store, self.sieve.clone(), facts).await);
         }
@@ -297,9 +315,9 @@ impl super::Receiver {
         let now = now_ms();
         for ((copy, mut f), o) in copies.drain(..).zip(filed.drain(..)).zip(outcomes) {
             let mailbox = copy.1.clone();
-            decided
-                .sends
-                .extend(o.sends.iter().map(|(to, m, _)| (mailbox.clone(), to.clone(), m.clone())));
+            let dropped = o.dropped();
+            decided.sends.extend(o.sends.into_iter().map(|(to, m)| (mailbox.clone(), to, m)));
+            decided.redirects.extend(o.redirects.into_iter().map(|to| (mailbox.clone(), to)));
             if let Some(reason) = &o.reject {
                 // A notice goes only to a sender that authenticated (SPF for its own domain,
                 // or an aligned DKIM/SPF pass): never a bounce to a forged one (backscatter).
@@ -317,7 +335,7 @@ impl super::Receiver {
                     "message rejected by the mailbox's Sieve script; dropped");
                 continue;
             }
-            if o.dropped() {
+            if dropped {
                 tracing::info!(%mailbox, from = %envelope.from, "message discarded by the mailbox's Sieve script");
                 continue;
             }
@@ -357,43 +375,6 @@ impl super::Receiver {
             }
         }
         crate::store::Folder::Inbox
-    }
-
-    /// Queues what the scripts send: redirects and vacation answers, as mail the mailbox sent.
-    pub(super) async fn queue_sends(&self, sends: Vec<(String, String, Vec<u8>)>) {
-        for (mailbox, to, message) in sends {
-            if let Err(e) = self.queue_one(&mailbox, &to, &message).await {
-                tracing::warn!(%mailbox, error = %e, "a Sieve message could not be queued");
-            }
-        }
-        self.queue.wake();
-    }
-
-    async fn queue_one(&self, mailbox: &str, to: &str, message: &[u8]) -> crate::error::Result<()> {
-        let now = now_ms();
-        let domain = crate::address::domain_key(mailbox);
-        let prepared = crate::mail::submitted::prepare(message, &domain, now)
-            .ok_or_else(|| crate::error::Error::invalid("unparseable Sieve message", ""))?;
-        let mut email = crate::mail::outbound::Outbound {
-            kind: crate::store::SendType::Transactional,
-            mailbox: mailbox.to_owned(),
-            from: prepared.from.clone(),
-            to: vec![to.to_owned()],
-            subject: prepared.subject.clone(),
-            text: prepared.text.clone(),
-            html: prepared.html.clone(),
-            in_reply_to: prepared.in_reply_to.clone(),
-            batch_id: None,
-            sequence: None,
-            scheduled_at: None,
-            due: now,
-            now,
-        }
-        .into_email();
-        prepared.complete(&mut email);
-        let raw = prepared.raw;
-        self.store.write(move |w| w.enqueue_submitted(&email, &raw, now)).await?;
-        Ok(())
     }
 }
 

@@ -141,7 +141,8 @@ async fn command<S: AsyncRead + AsyncWrite + Unpin>(
         s.write_all(no("expected a command").as_bytes()).await?;
         return Ok(Next::Continue);
     };
-    let args: Vec<Option<String>> = words[1..].iter().map(Word::text).collect();
+    let args: Vec<Option<String>> =
+        words[1..].iter().map(|w| w.text().or_else(|| w.number())).collect();
     let arg = |i: usize| args.get(i).cloned().flatten();
     let mut next = Next::Continue;
     let reply = match (name.as_str(), &state.login) {

@@ -38,6 +38,16 @@ impl Word {
             Word::Atom(_) => None,
         }
     }
+
+    /// A number argument (HAVESPACE's size, RFC 5804 2.5) as its digits: numbers are atoms.
+    pub fn number(&self) -> Option<String> {
+        match self {
+            Word::Atom(a) if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) => {
+                Some(a.clone())
+            }
+            _ => None,
+        }
+    }
 }
 
 async fn line<R: AsyncBufRead + Unpin>(r: &mut R, wait: Duration) -> Result<Vec<u8>, Fault> {

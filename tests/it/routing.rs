@@ -167,15 +167,15 @@ fn mailbox_forwarding_and_alias_loops() {
 
 /// A message as an outside sender signs it: the signature cannot verify here (no key is
 /// published for it), but it must reach the forward's receiver byte for byte.
-const SIGNED: &str = "DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=example.net; s=s1;\r\n\th=from:to:subject; bh=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=; b=c2lnbmF0dXJl\r\n";
+pub const SIGNED: &str = "DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=example.net; s=s1;\r\n\th=from:to:subject; bh=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=; b=c2lnbmF0dXJl\r\n";
 
-fn signed_message(to: &str, subject: &str) -> String {
+pub fn signed_message(to: &str, subject: &str) -> String {
     format!("{SIGNED}{}", message(to, subject).replace("ada@example.org", "bob@example.net"))
 }
 
 /// Verifies the ARC chain (and the topmost DKIM signature) of `message` with dkimpy, reading
 /// keys from the test's DNS server; `None` when dkimpy is not installed.
-fn dkimpy(w: &MailWorld, message: &[u8]) -> Option<String> {
+pub fn dkimpy(w: &MailWorld, message: &[u8]) -> Option<String> {
     let python = "/usr/bin/python3";
     let probe =
         std::process::Command::new(python).args(["-c", "import dkim, dns.resolver"]).output();

@@ -127,8 +127,9 @@ impl Receiver {
         (full, trace): (&[u8], usize),
     ) -> Result<std::result::Result<Routed, String>> {
         let resolved = self.resolve(&envelope.recipients).await?;
-        let super::Inbox { template, mut copies, delivered, reports, parents, outside, answer, .. } =
-            self.inbox(envelope, seen, verdict, id, &resolved);
+        let super::Inbox {
+            template, mut copies, delivered, reports, parents, outside, answer, ..
+        } = self.inbox(envelope, seen, verdict, id, &resolved);
         // Mail of this server is not spam-filtered here: each copy goes to the inbox unless
         // its mailbox's script says otherwise.
         let mut filed: Vec<Filed> = copies.iter().map(|_| Filed::inbox()).collect();

@@ -31,9 +31,24 @@ pub struct Pebble {
 }
 
 /// A port free now on 127.0.0.1 (bound and let go).
+///
+/// The port is taken below the kernel's ephemeral range (32768 up): every other listener of
+/// the tests binds port 0 and gets an ephemeral one, so none of them can take this port in
+/// the time between this probe and the server that is started on it later (a port from the
+/// ephemeral range was once taken that way, and the server could not listen).
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port"); // ok: test
-    l.local_addr().expect("address").port() // ok: test
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    const LOW: u16 = 20_000;
+    const SPAN: u16 = 12_000;
+    let start = (std::process::id() % u32::from(SPAN)) as u16;
+    for _ in 0..SPAN {
+        let offset = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = LOW + (start.wrapping_add(offset) % SPAN);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {LOW}..{}", LOW + SPAN);
 }
 
 impl Pebble {

@@ -15,6 +15,7 @@ mod filing;
 mod filter;
 mod forward;
 mod greylist;
+mod inbox;
 mod inspect;
 pub mod learn;
 mod local;
@@ -25,14 +26,13 @@ mod routing;
 mod sieve;
 mod sieve_out;
 mod srs;
+mod stamp;
 mod trace;
 
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-
-use mail_auth::MessageAuthenticator;
 
 use crate::config::Inbound;
 use crate::dns::Dns;
@@ -45,10 +45,12 @@ pub use disposition::DMARC_REFUSED;
 use disposition::{Disposition, disposition};
 use filing::groups;
 use filter::Filter;
+use inbox::{Inbox, reply_link};
 pub use inspect::{Inspected, inspect};
 pub use recipient::MAILBOX_FULL;
 use recipient::room_in_any;
 use reports::Reports;
+use stamp::rfc2822_date;
 
 /// The envelope of a received message.
 pub struct Envelope {
@@ -161,24 +163,6 @@ struct Routed {
     bounce_ids: Vec<(String, usize)>,
     to_system: bool,
     /// Bounces to our SRS0 addresses: the original sender each names, and the address.
-    returns: Vec<(String, String)>,
-}
-
-/// The copies of a message nobody claimed, and what it says about mail we sent.
-struct Inbox {
-    template: Email,
-    /// (email id, mailbox) of each copy.
-    copies: Vec<(String, String)>,
-    /// The address that reached each copy's mailbox (`deliveredTo`), in the order of `copies`.
-    delivered: Vec<String>,
-    reports: Reports,
-    /// The Message-IDs it answers.
-    parents: Vec<String>,
-    /// What it is if it answers mail of ours.
-    answer: crate::store::ReplySeen,
-    /// Outside targets and the alias or mailbox forwarding to each.
-    outside: Vec<(String, String)>,
-    /// Bounces to our SRS0 addresses: the original sender and the address.
     returns: Vec<(String, String)>,
 }
 
@@ -434,142 +418,6 @@ impl Receiver {
         }
         Ok(if stored { Accepted::Stored(id) } else { Accepted::OverQuota })
     }
-
-    /// authentication proved, and the length of those two headers.
-    async fn stamp(
-        &self,
-        envelope: &Envelope,
-        raw: Vec<u8>,
-        id: &str,
-        now: u64,
-    ) -> (Vec<u8>, Verdict, usize) {
-        let host = &self.host;
-        let authenticator = MessageAuthenticator(self.dns.resolver().clone());
-        let facts =
-            auth::Envelope { ip: envelope.ip, helo: &envelope.helo, mail_from: &envelope.from };
-        let (results, verdict) = auth::authenticate(&authenticator, facts, &raw, host).await;
-        let received = format!(
-            "Received: from {} ({}) by {host} with {} id {id}; {}\r\n",
-            sanitize(&envelope.helo),
-            envelope.ip,
-            if envelope.tls { "ESMTPS" } else { "ESMTP" },
-            rfc2822_date(now)
-        );
-        // Checked as sent (a signature may cover them), stored without fields in our name.
-        let raw = trace::without_our_results(&raw, host);
-        let mut full = Vec::with_capacity(received.len() + results.len() + raw.len());
-        full.extend_from_slice(received.as_bytes());
-        full.extend_from_slice(results.as_bytes());
-        full.extend_from_slice(&raw);
-        (full, verdict, received.len() + results.len())
-    }
-
-    /// The inbox copies of a message nobody claimed, what it reports about mail we sent, and
-    /// the Message-IDs it answers.
-    fn inbox(
-        &self,
-        envelope: &Envelope,
-        seen: Inspected,
-        verdict: &Verdict,
-        id: &str,
-        resolved: &Resolved,
-    ) -> Inbox {
-        let routed = self.route(&envelope.recipients, resolved);
-        let Inspected {
-            email: template,
-            failures,
-            complaint,
-            referenced,
-            unsubscribe_token,
-            parents,
-            answer,
-        } = seen;
-        let answer =
-            crate::store::ReplySeen { class: answer.class, pause_until: answer.pause_until() };
-        let unsubscribe_token = unsubscribe_token.filter(|_| routed.to_system);
-        if routed.to_system
-            && routed.mailboxes.is_empty()
-            && complaint.is_none()
-            && unsubscribe_token.is_none()
-        {
-            // The subject is left out: it may carry an unsubscribe token, which names a recipient.
-            tracing::info!(from = %envelope.from,
-                "mail to a system address (postmaster/abuse/unsubscribe) without a report; not stored");
-        }
-        let complaint = complaint.filter(|_| {
-            let trusted = verdict.aligned() || verdict.authenticated_by(&self.feedback_senders);
-            if !trusted {
-                tracing::warn!(from = %envelope.from, ip = %envelope.ip,
-                    "complaint report ignored: not authenticated for its From domain");
-            }
-            trusted
-        });
-        // One template, not a clone per mailbox: a large message would be held once per copy.
-        let copies: Vec<(String, String)> = routed
-            .mailboxes
-            .iter()
-            .enumerate()
-            .map(|(i, (mailbox, _))| {
-                (if i == 0 { id.to_owned() } else { new_id("em") }, mailbox.clone())
-            })
-            .collect();
-        let delivered = routed.mailboxes.iter().map(|(_, to)| to.clone()).collect();
-        let unsubscribe = unsubscribe_token
-            .and_then(|t| self.tokens.open(crate::tracking::Kind::Unsubscribe, &t));
-        let reports = Reports {
-            bounce_ids: routed.bounce_ids,
-            // A report that reached another address names its message only by Message-ID,
-            // which is no secret: it counts only when its sender authenticated for its From
-            // domain.
-            referenced: if verdict.aligned() { referenced } else { Vec::new() },
-            verdict: verdict.clone(),
-            feedback_sender: verdict.authenticated_by(&self.feedback_senders),
-            failures,
-            complaint,
-            unsubscribe,
-        };
-        Inbox {
-            template,
-            copies,
-            delivered,
-            reports,
-            parents,
-            answer,
-            outside: routed.outside,
-            returns: routed.returns,
-        }
-    }
-}
-
-/// The message of ours a received one answers, recorded as replied to.
-fn reply_link(
-    w: &mut Wtx<'_>,
-    parents: &[String],
-    sender: &str,
-    copies: &[(String, String)],
-    answer: &crate::store::ReplySeen,
-) -> Result<Option<String>> {
-    let mut reply_of = None;
-    for parent in parents {
-        if let Some(original) = w.email_for_message_id(parent)? {
-            reply_of = Some(original);
-            break;
-        }
-    }
-    if reply_of.is_none() {
-        // No threading headers (or unknown ones): a message from a contact to the mailbox a
-        // sequence wrote to them from answers that sequence all the same.
-        for (_, mailbox) in copies {
-            if let Some(sent) = w.sequence_mail_to(mailbox, sender)? {
-                reply_of = Some(sent);
-                break;
-            }
-        }
-    }
-    if let Some(original) = &reply_of {
-        w.record_reply(original, answer)?;
-    }
-    Ok(reply_of)
 }
 
 /// A number from 0 to 99 for DMARC's `pct` sample.
@@ -582,12 +430,4 @@ fn roll() -> u8 {
 fn lowered(address: &str) -> String {
     let local = address.rsplit_once('@').map_or(address, |(local, _)| local);
     format!("{}@{}", local.to_ascii_lowercase(), crate::address::domain_key(address))
-}
-
-fn sanitize(helo: &str) -> String {
-    helo.chars().filter(|c| c.is_ascii_graphic()).take(255).collect()
-}
-
-fn rfc2822_date(ms: u64) -> String {
-    mail_builder::headers::date::Date::new((ms / 1000) as i64).to_rfc822()
 }

@@ -123,6 +123,7 @@ fn receiver(app: &App) -> crate::inbound::Receiver {
     receiver.set_quota_default(app.config.mailbox.quota_bytes);
     receiver.set_queue(app.queue.clone());
     receiver.set_filter(&app.config.inbound, app.junk.clone());
+    receiver.set_dmarc_reports(app.config.reports.dmarc_period());
     receiver.register(Box::new(crate::reporting::Reports::new(app.store.as_ref().clone())));
     receiver.register(Box::new(crate::warmup::receive::Arrivals::new(
         app.store.as_ref().clone(),
@@ -380,6 +381,16 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let sequences = tokio::spawn(crate::sequences::run(sequences, shutdown.clone()));
     let warmup = tokio::spawn(crate::warmup::run(warmup, shutdown.clone()));
     let webhooks = tokio::spawn(crate::webhooks::run(webhooks, shutdown.clone()));
+    let reports = app.config.reports.dmarc_period().map(|interval| {
+        let deps = crate::reporting::outgoing::Deps {
+            store: app.store.as_ref().clone(),
+            dns: app.dns.clone(),
+            queue: app.queue.clone(),
+            node: node.clone(),
+            interval,
+        };
+        tokio::spawn(crate::reporting::outgoing::run(deps, shutdown.clone()))
+    });
     let logins = Arc::new(crate::credentials::Logins::new(
         app.store.clone(),
         app.config.submission.failed_logins,
@@ -432,6 +443,9 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
     let _ = sequences.await;
     let _ = warmup.await;
     let _ = webhooks.await;
+    if let Some(reports) = reports {
+        let _ = reports.await;
+    }
     let _ = cluster.await;
     if let Err(e) = node.leave(&app.store).await {
         tracing::warn!(error = %e, "leaving the nodes: the others take over after the lease");

@@ -23,7 +23,7 @@
 //! Engines and services (each takes the narrow handles it uses):
 //! - `warmup`    mailbox warmup: the ramp, the sending engine, recognizing and answering warmup mail
 //! - `sequences` the follow-up engine: due steps, merge fields, threading
-//! - `reporting` DMARC and TLS-RPT reports in: claimed from the MX, read under bounds, summed
+//! - `reporting` DMARC and TLS-RPT reports in (claimed from the MX, read under bounds, summed), DMARC reports out
 //! - `inbound`   what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
 //! - `queue`     the durable delivery queue: scheduler, SMTP client and pool, retry policy
 //! - `mta_sts`   MTA-STS for outbound delivery: policy discovery, fetch, cache, MX matching

@@ -10,10 +10,9 @@ use std::sync::Arc;
 use crate::credentials::{Login, Logins};
 use crate::dns::Dns;
 use crate::ids::now_ms;
-use crate::mail::outbound::Outbound;
 use crate::smtp::Intake;
 use crate::smtp::session::{Envelope, TEMPORARY_FAILURE};
-use crate::store::{SendType, Store};
+use crate::store::Store;
 use crate::wake::Wake;
 
 pub struct Submitter {
@@ -69,25 +68,8 @@ impl Submitter {
         let domain = login.rsplit_once('@').map_or("", |(_, d)| d).to_owned();
         let prepared = crate::mail::submitted::prepare(&message, &domain, now)
             .ok_or_else(|| "554 5.6.0 the message cannot be parsed\r\n".to_owned())?;
-        let mut email = Outbound {
-            kind: SendType::Transactional,
-            mailbox: login,
-            from: prepared.from.clone(),
-            to: envelope.recipients,
-            subject: prepared.subject.clone(),
-            text: prepared.text.clone(),
-            html: prepared.html.clone(),
-            in_reply_to: prepared.in_reply_to.clone(),
-            batch_id: None,
-            sequence: None,
-            scheduled_at: None,
-            due: now,
-            now,
-        }
-        .into_email();
-        prepared.complete(&mut email);
+        let (email, raw) = prepared.into_email(login, envelope.recipients, now);
         let id = email.summary.id.clone();
-        let raw = prepared.raw;
         self.store.write(move |w| w.enqueue_submitted(&email, &raw, now)).await.map_err(
             |e: crate::store::Error| {
                 tracing::error!(error = %e, "storing a submitted message");

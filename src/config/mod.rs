@@ -7,9 +7,11 @@ mod cluster;
 mod http;
 mod inbound;
 mod keys;
+mod mail_keys;
 mod mta_sts;
 mod parse;
 mod published;
+mod reports;
 mod shaping;
 mod smtp;
 #[cfg(test)]
@@ -23,6 +25,7 @@ use keys::{KEYS, Setter};
 pub use mta_sts::MtaSts;
 pub use parse::{parse_duration, parse_size};
 pub use published::{Autoconfig, PolicyMode, StsPolicy};
+pub use reports::Reports;
 pub use shaping::{DEFAULT_GROUP, Group, Shaping};
 pub use smtp::{Mailbox, Smtp};
 
@@ -56,6 +59,8 @@ pub struct Config {
     pub acme: Acme,
     /// What mail clients are told (`autoconfig.*`).
     pub autoconfig: Autoconfig,
+    /// DMARC aggregate reports we send (`reports.*`).
+    pub reports: Reports,
     /// The MTA-STS policy hosted domains serve (`mta_sts.policy_*`, `mta_sts.max_age`).
     pub sts_policy: StsPolicy,
     /// What received mail is checked against (`inbound.*`).
@@ -262,6 +267,7 @@ impl Default for Config {
             mta_sts: MtaSts::default(),
             acme: Acme::default(),
             autoconfig: Autoconfig::default(),
+            reports: Reports::default(),
             sts_policy: StsPolicy::default(),
             inbound: Inbound::default(),
             tools: Tools { rate_per_minute: 30, burst: 10 },
@@ -314,7 +320,11 @@ pub const DEFAULT_CACHE_SIZE: usize = 64 * 1024 * 1024;
 
 /// Every key: those of `keys.rs`, then those of the sections kept in their own files.
 fn all_keys() -> impl Iterator<Item = &'static (&'static str, Setter)> {
-    KEYS.iter().chain(acme::KEYS.iter()).chain(published::KEYS)
+    KEYS.iter()
+        .chain(mail_keys::KEYS)
+        .chain(acme::KEYS.iter())
+        .chain(published::KEYS)
+        .chain(reports::KEYS)
 }
 
 /// The environment variable of a key: `http.body_limit` -> `EDGEMAIL_HTTP_BODY_LIMIT`.

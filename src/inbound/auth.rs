@@ -16,6 +16,7 @@ use mail_auth::{
 };
 
 use super::dmarc::{self, Identifiers, Proof};
+use crate::store::DmarcSeen;
 
 /// What authentication proved about a message.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +36,10 @@ pub struct Verdict {
     /// When DMARC failed and the message carries a valid ARC chain (RFC 8617): the domain that
     /// sealed it last, whose own checks may be trusted instead (`inbound.arc_trusted`).
     pub arc_sealer: Option<String>,
+    /// What a DMARC aggregate report to the From domain's `rua` would count of this message,
+    /// when the domain asks for reports and we send them (`reports.dmarc_send`); the
+    /// disposition is filled in when it is decided.
+    pub dmarc_seen: Option<Box<DmarcSeen>>,
 }
 
 /// The disposition a DMARC record asks for failing mail (RFC 7489 6.3 `p`/`sp`).
@@ -61,7 +66,7 @@ impl Results {
     }
 }
 
-fn spf_word(r: SpfResult) -> &'static str {
+pub(super) fn spf_word(r: SpfResult) -> &'static str {
     match r {
         SpfResult::Pass => "pass",
         SpfResult::Fail => "fail",
@@ -75,18 +80,20 @@ fn spf_word(r: SpfResult) -> &'static str {
 
 /// The best DKIM result of the message's signatures.
 fn dkim_word<'a>(mut results: impl Iterator<Item = &'a DkimResult>) -> &'static str {
-    let words: Vec<&'static str> = results
-        .by_ref()
-        .map(|r| match r {
-            DkimResult::Pass => "pass",
-            DkimResult::Fail(_) => "fail",
-            DkimResult::Neutral(_) => "neutral",
-            DkimResult::TempError(_) => "temperror",
-            DkimResult::PermError(_) => "permerror",
-            DkimResult::None => "none",
-        })
-        .collect();
+    let words: Vec<&'static str> = results.by_ref().map(dkim_result_word).collect();
     if words.contains(&"pass") { "pass" } else { words.first().copied().unwrap_or("none") }
+}
+
+/// One signature's result, as Authentication-Results and DMARC reports spell it.
+pub(super) fn dkim_result_word(result: &DkimResult) -> &'static str {
+    match result {
+        DkimResult::Pass => "pass",
+        DkimResult::Fail(_) => "fail",
+        DkimResult::Neutral(_) => "neutral",
+        DkimResult::TempError(_) => "temperror",
+        DkimResult::PermError(_) => "permerror",
+        DkimResult::None => "none",
+    }
 }
 
 impl Verdict {
@@ -151,6 +158,8 @@ pub struct Envelope<'a> {
     pub ip: IpAddr,
     pub helo: &'a str,
     pub mail_from: &'a str,
+    /// Whether to note what DMARC aggregate reports need (`Verdict::dmarc_seen`).
+    pub dmarc_reports: bool,
 }
 
 /// Authenticates `raw`: the header to prepend, and the verdict. A DNS failure makes a temperror
@@ -191,7 +200,8 @@ pub async fn authenticate(
             .filter_map(|f| f.rsplit_once('@').map(|(_, d)| d.trim_end_matches('>').to_owned()))
             .collect();
         let ids = identifiers(&dkim, &spf, &mail_from_domain);
-        let dmarc = dmarc::evaluate(authenticator, &from_domains, &ids).await;
+        let dmarc =
+            dmarc::evaluate(authenticator, &from_domains, &ids, envelope.dmarc_reports).await;
         // Only a failure can be overridden, so only then is the chain verified.
         let arc_sealer = if dmarc.result == "fail" {
             let arc = authenticator.verify_arc(&message).await;
@@ -222,6 +232,11 @@ pub async fn authenticate(
             },
             dmarc_pct: dmarc.pct,
             arc_sealer,
+            dmarc_seen: dmarc.published.clone().map(|policy| {
+                let spf_domain = (mail_from_domain.as_str(), envelope.mail_from.is_empty());
+                let facts = (envelope.ip, envelope.mail_from, from_domain.as_str());
+                Box::new(super::dmarc_seen::seen(policy, &dmarc, &dkim, &spf, spf_domain, facts))
+            }),
         };
         let header = AuthenticationResults::new(host)
             .with_dkim_results(&dkim, message.from())

@@ -7,8 +7,10 @@
 
 use hickory_resolver::proto::rr::RData;
 use mail_auth::common::cache::NoCache;
-use mail_auth::dmarc::{Alignment, Dmarc, Policy};
+use mail_auth::dmarc::{Alignment, Dmarc, Policy, Report};
 use mail_auth::{DnsError, Error, MessageAuthenticator, Txt};
+
+use crate::store::DmarcPolicy;
 
 /// The organizational domain of `domain` (lower-case, no trailing dot): the registrable domain
 /// under its public suffix, or the name itself when it is a suffix or not a domain at all.
@@ -55,11 +57,25 @@ pub struct Outcome {
     pub policy: Policy,
     /// The record's `pct` (RFC 7489 6.3): the share of failing mail the policy applies to.
     pub pct: u8,
+    /// Whether an aligned DKIM signature passed, and an aligned SPF domain.
+    pub dkim_aligned: bool,
+    pub spf_aligned: bool,
+    /// The record as a report restates it, when it asks for aggregate reports (`rua`) and
+    /// `evaluate` was asked to look.
+    pub published: Option<DmarcPolicy>,
 }
 
 impl Outcome {
     fn none(from_domain: &str, result: &'static str) -> Outcome {
-        Outcome { result, from_domain: from_domain.to_owned(), policy: Policy::None, pct: 100 }
+        Outcome {
+            result,
+            from_domain: from_domain.to_owned(),
+            policy: Policy::None,
+            pct: 100,
+            dkim_aligned: false,
+            spf_aligned: false,
+            published: None,
+        }
     }
 
     /// The `dmarc=` clause of an Authentication-Results header (RFC 8601, RFC 7489 11.2).
@@ -78,10 +94,12 @@ enum Found {
 }
 
 /// DMARC for a message whose From header names `from_domains` (all of them, lower-case).
+/// `reports`: whether the record's reporting request is wanted (`Outcome::published`).
 pub async fn evaluate(
     auth: &MessageAuthenticator,
     from_domains: &[String],
     ids: &Identifiers<'_>,
+    reports: bool,
 ) -> Outcome {
     // RFC 7489 6.6.1: several From domains, or none, leave nothing to judge.
     let Some(from) = from_domains.first().map(|d| normal(d)) else {
@@ -107,32 +125,60 @@ pub async fn evaluate(
             _ => Policy::None,
         };
     }
-    let checks = ids
-        .dkim
-        .iter()
-        .map(|(d, proof)| (*d, *proof, record.adkim))
-        .chain(ids.spf.map(|(d, proof)| (d, proof, record.aspf)));
-    let mut result = "fail";
-    for (id, proof, mode) in checks {
-        if aligned(id, &from, mode) {
-            match proof {
-                Proof::Pass => {
-                    result = "pass";
-                    break;
-                }
-                Proof::TempError => result = "temperror",
-            }
+    let (mut dkim_aligned, mut spf_aligned, mut undecided) = (false, false, false);
+    for (id, proof) in &ids.dkim {
+        if aligned(id, &from, record.adkim) {
+            dkim_aligned |= *proof == Proof::Pass;
+            undecided |= *proof == Proof::TempError;
         }
     }
+    if let Some((id, proof)) = ids.spf
+        && aligned(id, &from, record.aspf)
+    {
+        spf_aligned = proof == Proof::Pass;
+        undecided |= proof == Proof::TempError;
+    }
+    let result = match (dkim_aligned || spf_aligned, undecided) {
+        (true, _) => "pass",
+        (false, true) => "temperror",
+        (false, false) => "fail",
+    };
+    let policy_domain = if own { from.clone() } else { organizational(&from).to_owned() };
+    let published = (reports && !record.rua.is_empty()).then(|| DmarcPolicy {
+        domain: policy_domain.clone(),
+        adkim: mode(record.adkim),
+        aspf: mode(record.aspf),
+        p: record.p.to_string(),
+        sp: if record.sp == Policy::Unspecified { record.p } else { record.sp }.to_string(),
+        pct: 100,
+        fo: match record.fo {
+            Report::All => "0",
+            Report::Any => "1",
+            Report::Dkim => "d",
+            Report::Spf => "s",
+            Report::DkimSpf => "d:s",
+        }
+        .to_owned(),
+        rua: record.rua.iter().map(|u| (u.uri.clone(), u.max_size as u64)).collect(),
+    });
     // mail-auth follows DMARCbis, which dropped `pct`, so its parser skips the tag; it is read
     // from the record's text, and only when it could matter.
-    let pct = match (result, policy) {
-        ("fail", Policy::Reject | Policy::Quarantine) => {
-            percent(auth, if own { &from } else { organizational(&from) }).await
+    let pct = match (result, policy, &published) {
+        ("fail", Policy::Reject | Policy::Quarantine, _) | (_, _, Some(_)) => {
+            percent(auth, &policy_domain).await
         }
         _ => 100,
     };
-    Outcome { result, from_domain: from, policy, pct }
+    let published = published.map(|p| DmarcPolicy { pct, ..p });
+    Outcome { result, from_domain: from, policy, pct, dkim_aligned, spf_aligned, published }
+}
+
+fn mode(alignment: Alignment) -> String {
+    match alignment {
+        Alignment::Relaxed => "r",
+        Alignment::Strict => "s",
+    }
+    .to_owned()
 }
 
 /// The `pct` of the DMARC record at `domain` (100 when absent or unreadable).

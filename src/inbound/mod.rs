@@ -8,7 +8,8 @@
 
 pub mod auth;
 mod disposition;
-mod dmarc;
+pub mod dmarc;
+mod dmarc_seen;
 mod dnsbl;
 mod dsn_to_sender;
 mod filing;
@@ -132,6 +133,9 @@ pub struct Receiver {
     queue: crate::wake::Wake,
     /// The Sieve runtime mailbox scripts run in (`filters::runtime`).
     sieve: Arc<::sieve::Runtime>,
+    /// `reports.dmarc_interval` when `reports.dmarc_send` is on: the period received mail is
+    /// counted in for the DMARC aggregate reports we send.
+    dmarc_interval: Option<std::time::Duration>,
 }
 
 /// What `Receiver::accept` did with a message.
@@ -189,6 +193,7 @@ impl Receiver {
             queue: crate::wake::Wake::default(),
             sieve: Arc::new(crate::filters::runtime(smtp.host())),
             tokens,
+            dmarc_interval: None,
         }
     }
 
@@ -202,6 +207,12 @@ impl Receiver {
     pub fn set_filter(&mut self, inbound: &Inbound, models: crate::junk::Models) {
         self.inbound = inbound.clone();
         self.filter = Filter::new(models, inbound);
+    }
+
+    /// Turns on noting received mail for the DMARC aggregate reports we send, per period of
+    /// `interval` (`reports.dmarc_send`, `reports.dmarc_interval`).
+    pub fn set_dmarc_reports(&mut self, interval: Option<std::time::Duration>) {
+        self.dmarc_interval = interval;
     }
 
     /// Sets the quota of mailboxes without one of their own (`mailbox.quota_bytes`).
@@ -298,7 +309,9 @@ impl Receiver {
         let from_domain = verdict.from_domain.clone();
         let ours =
             !from_domain.is_empty() && self.store.read(move |r| r.hosts(&from_domain)).await?;
-        let forced = match disposition(&verdict, ours, &self.inbound, roll()) {
+        let done = disposition(&verdict, ours, &self.inbound, roll());
+        self.note_dmarc(&envelope, &verdict, &done).await;
+        let forced = match done {
             Disposition::Refuse(reply) => {
                 tracing::info!(from = %envelope.from, from_domain = %verdict.from_domain,
                     ip = %envelope.ip, "message refused: DMARC");

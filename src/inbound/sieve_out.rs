@@ -11,8 +11,7 @@
 
 use super::forward::{Forward, Outgoing};
 use super::{Envelope, Receiver, routing, sieve::REDIRECTED};
-use crate::mail::outbound::Outbound;
-use crate::store::{Email, SendType};
+use crate::store::Email;
 
 /// Header recipients looked at for vacation: more than this is a mass mailing anyway.
 const MAX_NAMED: usize = 100;
@@ -115,26 +114,10 @@ impl Receiver {
 fn answer(mailbox: &str, to: &str, message: Vec<u8>, now: u64) -> Option<Outgoing> {
     let domain = crate::address::domain_key(mailbox);
     let prepared = crate::mail::submitted::prepare(&message, &domain, now)?;
-    let mut email = Outbound {
-        kind: SendType::Transactional,
-        mailbox: mailbox.to_owned(),
-        from: prepared.from.clone(),
-        to: vec![to.to_owned()],
-        subject: prepared.subject.clone(),
-        text: prepared.text.clone(),
-        html: prepared.html.clone(),
-        in_reply_to: prepared.in_reply_to.clone(),
-        batch_id: None,
-        sequence: None,
-        scheduled_at: None,
-        due: now,
-        now,
-    }
-    .into_email();
-    prepared.complete(&mut email);
+    let (mut email, raw) = prepared.into_email(mailbox.to_owned(), vec![to.to_owned()], now);
     // Automatic mail is never answered, bounces included (RFC 3834 3.3).
     email.envelope_from = Some(String::new());
-    Some((email, prepared.raw))
+    Some((email, raw))
 }
 
 #[cfg(test)]

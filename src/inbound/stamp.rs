@@ -17,8 +17,12 @@ impl Receiver {
     ) -> (Vec<u8>, Verdict, usize) {
         let host = &self.host;
         let authenticator = MessageAuthenticator(self.dns.resolver().clone());
-        let facts =
-            auth::Envelope { ip: envelope.ip, helo: &envelope.helo, mail_from: &envelope.from };
+        let facts = auth::Envelope {
+            ip: envelope.ip,
+            helo: &envelope.helo,
+            mail_from: &envelope.from,
+            dmarc_reports: self.dmarc_interval.is_some(),
+        };
         let (results, verdict) = auth::authenticate(&authenticator, facts, &raw, host).await;
         let received = format!(
             "Received: from {} ({}) by {host} with {} id {id}; {}\r\n",

@@ -145,9 +145,32 @@ fn describe(message: &Message<'_>, raw: Vec<u8>) -> Prepared {
 }
 
 impl Prepared {
+    /// The queue entry of this message from `mailbox` to `to`, with its stored bytes: every
+    /// sender of ready-made bytes (SMTP submission, Sieve answers) stores it the same way.
+    pub fn into_email(self, mailbox: String, to: Vec<String>, now: u64) -> (Email, Vec<u8>) {
+        let mut email = super::outbound::Outbound {
+            kind: crate::store::SendType::Transactional,
+            mailbox,
+            from: self.from.clone(),
+            to,
+            subject: self.subject.clone(),
+            text: self.text.clone(),
+            html: self.html.clone(),
+            in_reply_to: self.in_reply_to.clone(),
+            batch_id: None,
+            sequence: None,
+            scheduled_at: None,
+            due: now,
+            now,
+        }
+        .into_email();
+        self.complete(&mut email);
+        (email, self.raw)
+    }
+
     /// Fills in what the stored email shows beyond what `Outbound` derives: the client's
     /// Message-ID (replies thread on it), Cc, attachments, headers and the real size.
-    pub fn complete(&self, email: &mut Email) {
+    fn complete(&self, email: &mut Email) {
         if !self.message_id.is_empty() {
             email.message_id = Some(self.message_id.clone());
         }

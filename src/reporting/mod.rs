@@ -3,8 +3,13 @@
 //! its DMARC aggregate (XML: plain, gzip or zip) or TLS-RPT (JSON: plain or gzip) attachments
 //! are read under bounds (`unpack`, `dmarc`, `tlsrpt`) and stored per domain; everything else
 //! sent there is dropped, never filed in a mailbox. The summaries are read by the API.
+//!
+//! Reports out: the DMARC aggregate reports we send about mail our MX received
+//! (`reports.dmarc_send`): `feedback` writes one, `outgoing` sends each when its period ends.
 
 pub mod dmarc;
+pub mod feedback;
+pub mod outgoing;
 pub mod summary;
 pub mod tlsrpt;
 pub mod unpack;

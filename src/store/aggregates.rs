@@ -99,6 +99,15 @@ impl Wtx<'_> {
         self.add_report(TLS_REPORTS, domain, id, now, &encode(r)?)
     }
 
+    /// Drops every report `domain` received, when it is removed.
+    pub(super) fn drop_aggregate_reports(&mut self, domain: &str) -> Result<()> {
+        for def in [DMARC_REPORTS, TLS_REPORTS] {
+            let mut table = self.tx.open_table(def)?;
+            table.retain_in((domain, 0, "")..=(domain, u64::MAX, ""), |_, _| false)?;
+        }
+        Ok(())
+    }
+
     fn add_report(
         &mut self,
         def: ReportTable,

@@ -20,6 +20,7 @@
 //! - `aliases`      addresses that lead to mailboxes or outside (the catch-all among them)
 //! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
 //! - `aggregates`   DMARC and TLS-RPT aggregate reports other systems send about our domains
+//! - `dmarc_seen`   what our MX saw of other domains' DMARC, for the reports we send them
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
 //! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
 //! - `attempts`     committing a delivery attempt's outcome
@@ -67,6 +68,7 @@ mod bodies;
 mod certificates;
 mod cluster;
 mod contacts;
+mod dmarc_seen;
 mod domains;
 mod email_doc;
 mod emails;
@@ -128,6 +130,7 @@ pub use batches::Batch;
 pub use bodies::SentBody;
 pub use certificates::StoredCertificate;
 pub use contacts::Contact;
+pub use dmarc_seen::{DmarcGroup, DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 pub use domains::{DkimKey, Domain};
 pub use emails::{
     Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, received_bodies,

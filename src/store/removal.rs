@@ -38,6 +38,8 @@ impl Wtx<'_> {
         self.remove_domain_aliases(name)?;
         self.remove_domain_sequences(name)?;
         self.remove_domain_webhooks(name)?;
+        self.drop_aggregate_reports(name)?;
+        self.drop_dmarc_seen(name)?;
         removed.sender_groups = drain_domain(&mut self.tx.open_table(GROUPS)?, name)?;
         drain_domain(&mut self.tx.open_table(MAILBOXES)?, name)?;
         drain_domain(&mut self.tx.open_table(WARMUP)?, name)?;

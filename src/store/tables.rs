@@ -209,6 +209,11 @@ pub const ACME: TableDefinition<&str, &[u8]> = TableDefinition::new("acme");
 /// for a hosted domain (`aggregates.rs`).
 pub const DMARC_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
     TableDefinition::new("dmarc_reports");
+/// (hosted domain, period start in seconds, policy domain + "\n" + row digest) -> a counted row
+/// of what that domain received; the key ending in a bare "\n" is the group's head
+/// (`dmarc_seen`).
+pub const DMARC_SEEN: TableDefinition<(&str, u64, &str), &[u8]> =
+    TableDefinition::new("dmarc_seen");
 /// (domain, receivedAt, report id) -> `TlsReport` (JSON): TLS-RPT reports received for a domain.
 pub const TLS_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
     TableDefinition::new("tls_reports");

@@ -69,6 +69,7 @@ mod paging;
 mod python_client;
 mod readme;
 mod reports_in;
+mod reports_out;
 mod routing;
 mod security;
 mod security_http;

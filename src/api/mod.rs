@@ -27,6 +27,7 @@ pub mod sequence_input;
 pub mod sequence_view;
 pub mod sequences;
 pub mod sieve;
+pub mod step_input;
 pub mod suppressions;
 pub mod tools;
 pub mod tracking;

@@ -50,8 +50,10 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
         created_at: now_ms(),
         stats: EnrollmentStats::default(),
         counters: Default::default(),
+        step_counters: Vec::new(),
         variants: Vec::new(),
         out_of_office: input.out_of_office,
+        tracking: input.tracking,
     };
     let sender = input.sender;
     let sequence = ctx
@@ -121,8 +123,7 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
                     .filter(|s| s.domain == domain)
                     .ok_or_else(|| Error::not_found("sequence"))?,
             };
-            if update.sender.is_none() && update.window.is_none() && update.out_of_office.is_none()
-            {
+            if !update.edits() {
                 return Ok(sequence);
             }
             if sequence.status == "completed" {
@@ -139,6 +140,17 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
             }
             if let Some(ooo) = update.out_of_office {
                 sequence.out_of_office = ooo;
+            }
+            if let Some(tracking) = update.tracking {
+                sequence.tracking = tracking;
+            }
+            if let Some(name) = update.name {
+                sequence.name = name;
+            }
+            // Enrollments keep their position: the next step each runs is the one now at that
+            // index (one past the end completes it when it comes due, sending nothing).
+            if let Some(steps) = update.steps {
+                sequence.steps = steps;
             }
             w.save_sequence(&sequence)?;
             Ok(sequence)

@@ -130,7 +130,8 @@ pub use certificates::StoredCertificate;
 pub use contacts::Contact;
 pub use domains::{DkimKey, Domain};
 pub use emails::{
-    Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, received_bodies,
+    Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, TrackingOptions,
+    received_bodies,
 };
 pub use error::{Error, JobError, Result};
 pub use events::EventType;

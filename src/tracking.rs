@@ -8,6 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use ring::hmac;
 
 use crate::mail::text::attribute;
+use crate::store::TrackingOptions;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -126,8 +127,17 @@ impl Links<'_> {
     }
 
     /// The HTML with http(s) links routed through the click redirect, an unsubscribe footer and
-    /// the open pixel added before `</body>` (or at the end).
+    /// the open pixel added before `</body>` (or at the end): every part on.
+    #[cfg(test)]
     pub fn rewrite_html(&self, html: &str) -> String {
+        self.rewrite_html_with(html, &TrackingOptions::default())
+    }
+
+    /// `rewrite_html` with only the parts `tracking` keeps on: links, footer, pixel.
+    pub fn rewrite_html_with(&self, html: &str, tracking: &TrackingOptions) -> String {
+        if !tracking.clicks {
+            return self.finish_html(html.to_owned(), tracking);
+        }
         let mut out = String::with_capacity(html.len() + 512);
         let mut rest = html;
         while let Some(lt) = rest.find('<') {
@@ -143,13 +153,26 @@ impl Links<'_> {
             }
         }
         out.push_str(rest);
-        let footer = format!(
-            "<p style=\"font-size:12px;color:#777777\">Don't want these emails? <a href=\"{}\">\
-             Unsubscribe</a>.</p><img src=\"{}\" width=\"1\" height=\"1\" alt=\"\" \
-             style=\"display:block;border:0\">",
-            html_escape(&self.unsubscribe_url()),
-            html_escape(&self.pixel_url()),
-        );
+        self.finish_html(out, tracking)
+    }
+
+    /// The footer and the pixel, each when `tracking` keeps it, before `</body>` or at the end.
+    fn finish_html(&self, mut out: String, tracking: &TrackingOptions) -> String {
+        let mut footer = String::new();
+        if tracking.unsubscribe_footer {
+            footer.push_str(&format!(
+                "<p style=\"font-size:12px;color:#777777\">Don't want these emails? \
+                 <a href=\"{}\">Unsubscribe</a>.</p>",
+                html_escape(&self.unsubscribe_url()),
+            ));
+        }
+        if tracking.opens {
+            footer.push_str(&format!(
+                "<img src=\"{}\" width=\"1\" height=\"1\" alt=\"\" \
+                 style=\"display:block;border:0\">",
+                html_escape(&self.pixel_url()),
+            ));
+        }
         match out.to_ascii_lowercase().rfind("</body>") {
             Some(at) => out.insert_str(at, &footer),
             None => out.push_str(&footer),
@@ -252,6 +275,30 @@ mod tests {
         assert_eq!(t.open(Kind::Click, &forged), None);
         assert_eq!(t.open(Kind::Click, data), None);
         assert_eq!(t.open(Kind::Click, "garbage"), None);
+    }
+
+    #[test]
+    fn switched_off_parts_are_left_out() {
+        let t = Tokens::new(b"k");
+        let links = Links {
+            base_url: "https://m.test",
+            tokens: &t,
+            email_id: "em_1",
+            recipient: "a@b.com",
+        };
+        let html = "<body><a href=\"https://shop.test/\">shop</a></body>";
+        let off = TrackingOptions { opens: false, clicks: false, unsubscribe_footer: false };
+        assert_eq!(links.rewrite_html_with(html, &off), html, "nothing added or rewritten");
+        let pixel_only = TrackingOptions { opens: true, ..off };
+        let out = links.rewrite_html_with(html, &pixel_only);
+        assert!(out.contains("/t/o/") && out.contains("https://shop.test/"), "{out}");
+        assert!(!out.contains("/t/c/") && !out.contains("/t/u/"), "{out}");
+        let links_only = TrackingOptions { clicks: true, ..off };
+        let out = links.rewrite_html_with(html, &links_only);
+        assert!(out.contains("/t/c/") && !out.contains("/t/o/") && !out.contains("/t/u/"), "{out}");
+        let footer_only = TrackingOptions { unsubscribe_footer: true, ..off };
+        let out = links.rewrite_html_with(html, &footer_only);
+        assert!(out.contains("/t/u/") && !out.contains("/t/o/") && !out.contains("/t/c/"), "{out}");
     }
 
     #[test]

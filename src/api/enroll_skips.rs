@@ -17,9 +17,10 @@ pub type Skip = (String, &'static str);
 fn required_fields(sequence: &Sequence) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for step in &sequence.steps {
-        let Step::SendEmail { subject, html, variants } = step else { continue };
-        let texts =
-            [subject, html].into_iter().chain(variants.iter().flat_map(|v| [&v.subject, &v.html]));
+        let Step::SendEmail { subject, html, text, variants } = step else { continue };
+        let own = [subject, html].into_iter().chain(text);
+        let texts = own
+            .chain(variants.iter().flat_map(|v| [&v.subject, &v.html].into_iter().chain(&v.text)));
         for text in texts {
             for name in required(text) {
                 if !out.contains(&name) {

@@ -24,8 +24,10 @@ pub mod send;
 pub mod send_fields;
 pub mod sender_groups;
 pub mod sequence_input;
+pub mod sequence_view;
 pub mod sequences;
 pub mod sieve;
+pub mod step_input;
 pub mod suppressions;
 pub mod tools;
 pub mod tracking;
@@ -113,6 +115,7 @@ pub fn routes() -> Vec<Route> {
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
         r(Method::GET, "/v1/sequences", Domain, handler!(sequences::list)),
         r(Method::POST, "/v1/sequences", Domain, handler!(sequences::create)),
+        r(Method::GET, "/v1/sequences/{id}", Domain, handler!(sequences::get)),
         r(Method::PATCH, "/v1/sequences/{id}", Domain, handler!(sequences::update)),
         r(Method::DELETE, "/v1/sequences/{id}", Domain, handler!(sequences::delete)),
         r(Method::POST, "/v1/sequences/{id}/enroll", Domain, handler!(sequences::enroll)),

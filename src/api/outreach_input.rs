@@ -1,7 +1,33 @@
 //! Request parts of the outreach features beyond the spec's sequences (extensions.md,
 //! "Outreach"), checked field by field like `sequence_input`.
 
+use serde::Deserialize;
+
 use crate::error::{Error, Result};
+use crate::store::TrackingOptions;
+
+/// `tracking: {opens, clicks, unsubscribeFooter}` as given: a part left out stays on.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TrackingInput {
+    #[serde(default)]
+    opens: Option<bool>,
+    #[serde(default)]
+    clicks: Option<bool>,
+    #[serde(default)]
+    unsubscribe_footer: Option<bool>,
+}
+
+/// The switches given, each part on unless set to false; `None` when all are on (what a
+/// sequence or message without `tracking` stores).
+pub fn tracking(input: TrackingInput) -> Option<TrackingOptions> {
+    let t = TrackingOptions {
+        opens: input.opens.unwrap_or(true),
+        clicks: input.clicks.unwrap_or(true),
+        unsubscribe_footer: input.unsubscribe_footer.unwrap_or(true),
+    };
+    (t != TrackingOptions::default()).then_some(t)
+}
 
 /// `outOfOffice`: `pause` (an out-of-office answer with a return date pauses its enrollment
 /// until the day after) or `continue` (the default: automatic answers change nothing).

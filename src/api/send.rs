@@ -50,6 +50,8 @@ struct SendRequest {
     tags: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
     metadata: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "present")]
+    tracking: Option<super::outreach_input::TrackingInput>,
 }
 
 /// A validated request, before screening.
@@ -61,6 +63,8 @@ pub struct Parsed {
     pub html: Option<String>,
     pub text: Option<String>,
     pub campaign: bool,
+    /// A campaign's tracking switched off in part (`None`: all of it).
+    pub tracking: Option<crate::store::TrackingOptions>,
     pub scheduled_at: Option<u64>,
     /// Copies, headers, attachment metadata, tags and metadata (`cc` and `bcc` before screening).
     pub extras: Extras,
@@ -114,6 +118,13 @@ pub fn parse(body: &[u8], domain: &str, now: u64) -> Result<Parsed> {
             ));
         }
     };
+    if input.tracking.is_some() && !campaign {
+        return Err(Error::invalid(
+            "`tracking` applies to campaign mail only",
+            "transactional mail carries no tracking; leave `tracking` out",
+        ));
+    }
+    let tracking = input.tracking.take().and_then(super::outreach_input::tracking);
     let from = super::input::sender(&input.from, domain)?;
     let (extras, parts) = extras(&mut input, campaign)?;
     if input.subject.contains(['\r', '\n']) || input.subject.chars().count() > 998 {
@@ -156,6 +167,7 @@ pub fn parse(body: &[u8], domain: &str, now: u64) -> Result<Parsed> {
         html,
         text,
         campaign,
+        tracking,
         scheduled_at: input.scheduled_at,
         extras,
         parts,
@@ -293,6 +305,7 @@ fn messages(
         let mut email =
             outbound(vec![to.clone()], String::new(), None).into_email_with(req.extras.clone());
         email.text = None;
+        email.tracking = req.tracking;
         email.summary.snippet.clone_from(&snippet);
         email.summary.size += size;
         email

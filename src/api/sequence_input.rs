@@ -3,15 +3,14 @@
 
 use serde::Deserialize;
 
+use super::outreach_input::{TrackingInput, tracking};
+use super::step_input::{StepInput, steps};
 use crate::error::{Error, Result};
 use crate::http::request::{parse_json, parse_json_nullable};
 use crate::sequences::window;
-use crate::store::{SendingWindow, Step, Variant};
+use crate::store::{SendingWindow, Step, TrackingOptions};
 
-pub const MAX_STEPS: usize = 50;
 pub const MAX_ENROLL: usize = 100;
-pub const MAX_VARIANTS: usize = 10;
-const MAX_DELAY_MS: u64 = 366 * 86_400_000;
 
 /// Who a sequence sends as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,16 +29,22 @@ pub struct NewSequence {
     pub steps: Vec<Step>,
     pub window: Option<SendingWindow>,
     pub out_of_office: Option<String>,
+    pub tracking: Option<TrackingOptions>,
 }
 
 /// A validated PATCH: each part given, `window: Some(None)` removing the window.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SequenceUpdate {
     pub status: Option<&'static str>,
     pub sender: Option<SenderChoice>,
     pub window: Option<Option<SendingWindow>>,
     /// `Some(None)`: `continue`.
     pub out_of_office: Option<Option<String>>,
+    pub name: Option<String>,
+    /// The whole new list of steps, checked as on create.
+    pub steps: Option<Vec<Step>>,
+    /// `Some(None)`: every part on.
+    pub tracking: Option<Option<TrackingOptions>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -55,6 +60,8 @@ struct CreateSequence {
     steps: Vec<StepInput>,
     #[serde(default)]
     out_of_office: Option<String>,
+    #[serde(default)]
+    tracking: Option<TrackingInput>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,28 +74,6 @@ struct WindowInput {
     timezone: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StepInput {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    subject: Option<String>,
-    #[serde(default)]
-    html: Option<String>,
-    #[serde(default, rename = "delayMs")]
-    delay_ms: Option<u64>,
-    #[serde(default)]
-    variants: Option<Vec<VariantInput>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VariantInput {
-    subject: String,
-    html: String,
-}
-
 pub fn parse_create(body: &[u8], domain: &str) -> Result<NewSequence> {
     let input: CreateSequence = parse_json(body)?;
     let name = super::input::name("name", &input.name, 200)?;
@@ -96,7 +81,8 @@ pub fn parse_create(body: &[u8], domain: &str) -> Result<NewSequence> {
         .ok_or_else(|| Error::invalid("`from` or `senderGroupId` is required", SENDER_HINT))?;
     let window = input.sending_window.map(window).transpose()?;
     let out_of_office = super::outreach_input::out_of_office(input.out_of_office)?;
-    Ok(NewSequence { name, sender, steps: steps(input.steps)?, window, out_of_office })
+    let tracking = input.tracking.and_then(tracking);
+    Ok(NewSequence { name, sender, steps: steps(input.steps)?, window, out_of_office, tracking })
 }
 
 const SENDER_HINT: &str =
@@ -174,148 +160,6 @@ fn window(input: WindowInput) -> Result<SendingWindow> {
     Ok(SendingWindow { days, start: input.start, end: input.end, timezone })
 }
 
-fn steps(input: Vec<StepInput>) -> Result<Vec<Step>> {
-    if input.is_empty() || input.len() > MAX_STEPS {
-        return Err(Error::invalid(
-            format!("`steps` must hold 1 to {MAX_STEPS} steps; got {}", input.len()),
-            "start with a send_email step",
-        ));
-    }
-    let steps =
-        input.into_iter().enumerate().map(|(i, s)| parse_step(i, s)).collect::<Result<Vec<_>>>()?;
-    match &steps[0] {
-        Step::SendEmail { subject, variants, .. } if variants.is_empty() => {
-            if subject.trim().is_empty() {
-                return Err(Error::invalid("`steps[0].subject` must not be empty", FIRST_SUBJECT));
-            }
-        }
-        Step::SendEmail { variants, .. } => {
-            if let Some(i) = variants.iter().position(|v| v.subject.trim().is_empty()) {
-                return Err(Error::invalid(
-                    format!("`steps[0].variants[{i}].subject` must not be empty"),
-                    FIRST_SUBJECT,
-                ));
-            }
-        }
-        Step::Delay { .. } => {
-            return Err(Error::invalid(
-                "the first step must be a send_email step",
-                "move the delay after the first send_email step",
-            ));
-        }
-    }
-    Ok(steps)
-}
-
-const FIRST_SUBJECT: &str = "the first message needs a subject; later ones may leave it empty to \
-                             reply as \"Re: <first subject>\"";
-
-fn parse_step(i: usize, s: StepInput) -> Result<Step> {
-    let field = |f: &str| format!("steps[{i}].{f}");
-    match s.kind.as_str() {
-        "send_email" => {
-            if s.delay_ms.is_some() {
-                return Err(Error::invalid(
-                    format!("`{}` is not a field of a send_email step", field("delayMs")),
-                    "put the wait in a separate delay step",
-                ));
-            }
-            if let Some(mut variants) = s.variants {
-                // The spec's own fields are always accepted beside `variants`: as one of the
-                // variants when they repeat it (a step read back and sent again), else as the
-                // first variant.
-                match (s.subject, s.html) {
-                    (None, None) => {}
-                    (Some(subject), Some(html)) => {
-                        if !variants.iter().any(|v| v.subject == subject && v.html == html) {
-                            variants.insert(0, VariantInput { subject, html });
-                        }
-                    }
-                    (subject, _) => {
-                        let (given, missing) = match subject {
-                            Some(_) => ("subject", "html"),
-                            None => ("html", "subject"),
-                        };
-                        return Err(Error::invalid(
-                            format!(
-                                "`{}` needs `{}` beside `{}`",
-                                field(given),
-                                field(missing),
-                                field("variants")
-                            ),
-                            "give both (they become the first variant) or neither",
-                        ));
-                    }
-                }
-                return variant_step(&field("variants"), variants);
-            }
-            let (Some(subject), Some(html)) = (s.subject, s.html) else {
-                return Err(Error::invalid(
-                    format!("`{}` and `{}` are required", field("subject"), field("html")),
-                    "a send_email step has a subject and an html body (or `variants`)",
-                ));
-            };
-            message(&field(""), &subject, &html)?;
-            Ok(Step::SendEmail { subject, html, variants: Vec::new() })
-        }
-        "delay" => {
-            if s.subject.is_some() || s.html.is_some() || s.variants.is_some() {
-                return Err(Error::invalid(
-                    format!("a delay step (`steps[{i}]`) has only `type` and `delayMs`"),
-                    "put the message in a send_email step",
-                ));
-            }
-            match s.delay_ms {
-                Some(ms) if (1..=MAX_DELAY_MS).contains(&ms) => Ok(Step::Delay { delay_ms: ms }),
-                _ => Err(Error::invalid(
-                    format!(
-                        "`{}` must be an integer from 1 to {MAX_DELAY_MS} (milliseconds)",
-                        field("delayMs")
-                    ),
-                    "for three days use 259200000",
-                )),
-            }
-        }
-        other => Err(Error::invalid(
-            format!("`{}` must be send_email or delay; got {other:?}", field("type")),
-            "each step is {\"type\": \"send_email\", ...} or {\"type\": \"delay\", ...}",
-        )),
-    }
-}
-
-fn variant_step(field: &str, variants: Vec<VariantInput>) -> Result<Step> {
-    if !(2..=MAX_VARIANTS).contains(&variants.len()) {
-        return Err(Error::invalid(
-            format!("`{field}` must hold 2 to {MAX_VARIANTS} variants; got {}", variants.len()),
-            "for a single message give `subject` and `html` instead",
-        ));
-    }
-    for (j, v) in variants.iter().enumerate() {
-        message(&format!("{field}[{j}]."), &v.subject, &v.html)?;
-    }
-    let variants: Vec<Variant> =
-        variants.into_iter().map(|v| Variant { subject: v.subject, html: v.html }).collect();
-    let (subject, html) = (variants[0].subject.clone(), variants[0].html.clone());
-    Ok(Step::SendEmail { subject, html, variants })
-}
-
-/// A subject and body under `prefix` (`steps[1].` or `steps[1].variants[0].`).
-fn message(prefix: &str, subject: &str, html: &str) -> Result<()> {
-    if subject.contains(['\r', '\n']) || subject.chars().count() > 998 {
-        return Err(Error::invalid(
-            format!("`{prefix}subject` must be one line of at most 998 characters"),
-            "remove line breaks from the subject",
-        ));
-    }
-    if html.trim().is_empty() {
-        return Err(Error::invalid(
-            format!("`{prefix}html` must not be empty"),
-            "give the message body as HTML",
-        ));
-    }
-    Ok(())
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct UpdateSequence {
@@ -329,9 +173,28 @@ struct UpdateSequence {
     sending_window: Option<Option<WindowInput>>,
     #[serde(default)]
     out_of_office: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    steps: Option<Vec<StepInput>>,
+    #[serde(default)]
+    tracking: Option<TrackingInput>,
 }
 
-/// A PATCH: a new status, sender or sending window (null removes it); at least one.
+impl SequenceUpdate {
+    /// Whether anything beside the status changes (so the sequence document is rewritten).
+    pub fn edits(&self) -> bool {
+        self.sender.is_some()
+            || self.window.is_some()
+            || self.out_of_office.is_some()
+            || self.name.is_some()
+            || self.steps.is_some()
+            || self.tracking.is_some()
+    }
+}
+
+/// A PATCH: a new status, name, steps, sender, out-of-office rule or sending window (null
+/// removes it); at least one.
 pub fn parse_update(body: &[u8], domain: &str) -> Result<SequenceUpdate> {
     let input: UpdateSequence = parse_json_nullable(body, &["sendingWindow"])?;
     let status = match input.status.as_deref() {
@@ -351,12 +214,16 @@ pub fn parse_update(body: &[u8], domain: &str) -> Result<SequenceUpdate> {
         Some(v) => Some(super::outreach_input::out_of_office(Some(v))?),
         None => None,
     };
-    if status.is_none() && sender.is_none() && window.is_none() && out_of_office.is_none() {
+    let name = input.name.map(|n| super::input::name("name", &n, 200)).transpose()?;
+    let steps = input.steps.map(steps).transpose()?;
+    let tracking = input.tracking.map(tracking);
+    let update = SequenceUpdate { status, sender, window, out_of_office, name, steps, tracking };
+    if status.is_none() && !update.edits() {
         return Err(Error::invalid(
-            "give at least one of `status`, `from`, `senderGroupId`, `sendingWindow` and \
-             `outOfOffice`",
+            "give at least one of `status`, `name`, `steps`, `from`, `senderGroupId`, \
+             `sendingWindow` and `outOfOffice`",
             "to pause a sequence send {\"status\": \"paused\"}",
         ));
     }
-    Ok(SequenceUpdate { status, sender, window, out_of_office })
+    Ok(update)
 }

@@ -8,55 +8,29 @@ use serde::Serialize;
 use super::enroll_input::parse_enroll;
 use super::paging;
 use super::sequence_input::{SenderChoice, parse_create, parse_update};
+use super::sequence_view::{View, view};
 use crate::error::{Error, Result};
 use crate::http::request::int_param;
 use crate::http::{Ctx, Reply};
 use crate::ids::{new_id, now_ms};
-use crate::store::{
-    EnrollInput, Enrollment, EnrollmentStats, EnrollmentStatus, SendingWindow, Sequence, Step, Wtx,
-};
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct View<'a> {
-    id: &'a str,
-    name: &'a str,
-    /// Null when the sequence sends from a sender group.
-    from: Option<&'a str>,
-    sender_group_id: Option<&'a str>,
-    sending_window: Option<&'a SendingWindow>,
-    /// `pause` or `continue`: what an out-of-office answer with a return date does.
-    out_of_office: &'a str,
-    status: &'a str,
-    steps: &'a [Step],
-    created_at: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    step_count: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stats: Option<&'a EnrollmentStats>,
-}
-
-fn view(s: &Sequence, listed: bool) -> View<'_> {
-    View {
-        id: &s.id,
-        name: &s.name,
-        from: s.sender_group_id.is_none().then_some(s.from.as_str()),
-        sender_group_id: s.sender_group_id.as_deref(),
-        sending_window: s.sending_window.as_ref(),
-        out_of_office: s.out_of_office.as_deref().unwrap_or("continue"),
-        status: &s.status,
-        steps: &s.steps,
-        created_at: s.created_at,
-        step_count: listed.then_some(s.steps.len()),
-        stats: listed.then_some(&s.stats),
-    }
-}
+use crate::store::{EnrollInput, Enrollment, EnrollmentStats, EnrollmentStatus, Sequence, Wtx};
 
 pub async fn list(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let sequences = ctx.app.store.read(move |r| r.sequences(&domain)).await?;
     let views: Vec<View<'_>> = sequences.iter().map(|s| view(s, true)).collect();
     Reply::ok(&views)
+}
+
+/// `GET /v1/sequences/{id}`: one sequence as the list shows it (steps and stats); 404 for an id
+/// of another domain, as for one that does not exist.
+pub async fn get(ctx: Ctx) -> Result<Reply> {
+    let domain = ctx.domain()?.to_owned();
+    let id = ctx.param("id").to_owned();
+    let sequence = ctx.app.store.read(move |r| r.sequence(&id)).await?;
+    let sequence =
+        sequence.filter(|s| s.domain == domain).ok_or_else(|| Error::not_found("sequence"))?;
+    Reply::ok(&view(&sequence, true))
 }
 
 pub async fn create(ctx: Ctx) -> Result<Reply> {
@@ -76,8 +50,10 @@ pub async fn create(ctx: Ctx) -> Result<Reply> {
         created_at: now_ms(),
         stats: EnrollmentStats::default(),
         counters: Default::default(),
+        step_counters: Vec::new(),
         variants: Vec::new(),
         out_of_office: input.out_of_office,
+        tracking: input.tracking,
     };
     let sender = input.sender;
     let sequence = ctx
@@ -147,8 +123,7 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
                     .filter(|s| s.domain == domain)
                     .ok_or_else(|| Error::not_found("sequence"))?,
             };
-            if update.sender.is_none() && update.window.is_none() && update.out_of_office.is_none()
-            {
+            if !update.edits() {
                 return Ok(sequence);
             }
             if sequence.status == "completed" {
@@ -165,6 +140,17 @@ pub async fn update(ctx: Ctx) -> Result<Reply> {
             }
             if let Some(ooo) = update.out_of_office {
                 sequence.out_of_office = ooo;
+            }
+            if let Some(tracking) = update.tracking {
+                sequence.tracking = tracking;
+            }
+            if let Some(name) = update.name {
+                sequence.name = name;
+            }
+            // Enrollments keep their position: the next step each runs is the one now at that
+            // index (one past the end completes it when it comes due, sending nothing).
+            if let Some(steps) = update.steps {
+                sequence.steps = steps;
             }
             w.save_sequence(&sequence)?;
             Ok(sequence)

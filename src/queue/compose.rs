@@ -77,9 +77,11 @@ fn unsigned(
         let token_url = links.unsubscribe_url();
         let token = token_url.rsplit('/').next().unwrap_or("");
         let mailto = format!("mailto:unsubscribe@{}?subject=unsubscribe%20{token}", domain.name);
+        // Switched-off parts are left out; the List-Unsubscribe headers always stay.
+        let tracking = email.tracking.unwrap_or_default();
         (
-            links.text_footer(&text),
-            email.html.as_deref().map(|h| links.rewrite_html(h)),
+            if tracking.unsubscribe_footer { links.text_footer(&text) } else { text },
+            email.html.as_deref().map(|h| links.rewrite_html_with(h, &tracking)),
             Some((token_url.clone(), mailto)),
         )
     } else {

@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 pub enum Target {
     Subject,
     Html,
+    /// A plain-text body: values as they are.
+    Text,
 }
 
 /// What placeholders are filled from for one enrollment.

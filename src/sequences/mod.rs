@@ -20,7 +20,7 @@ use crate::mail::outbound::Outbound;
 use crate::mail::text::html_to_text;
 use crate::shutdown::Shutdown;
 use crate::store::{
-    Email, Enrollment, EnrollmentStatus, SendType, Sequence, Step, Store, VariantOf, Wtx,
+    Email, Enrollment, EnrollmentStatus, SendType, Sequence, Step, Store, Variant, VariantOf, Wtx,
 };
 use crate::wake::Wake;
 use merge::{Merge, Target, fill};
@@ -144,25 +144,25 @@ fn advance(
         e.step += 1;
         e.updated_at = now;
         match step {
-            Step::Delay { delay_ms } => {
+            Step::Delay { delay_ms, .. } => {
                 w.schedule_enrollment(e, now.saturating_add(delay_ms))?;
                 return Ok(sent);
             }
-            Step::SendEmail { subject, html, variants } => {
-                let (subject, html, variant) = match variants.is_empty() {
-                    true => (subject, html, None),
+            Step::SendEmail { subject, html, text, variants } => {
+                // The step as it stands in this transaction: a PATCH lands before or after it,
+                // never inside, so the message is the old step or the new one whole.
+                let (body, variant) = match variants.is_empty() {
+                    true => (Variant { subject, html, text }, None),
                     false => {
                         let at = sequence.next_variant(index, variants.len());
-                        let v = &variants[at as usize];
-                        (
-                            v.subject.clone(),
-                            v.html.clone(),
-                            Some(VariantOf { step: index, index: at }),
-                        )
+                        let v = variants[at as usize].clone();
+                        (v, Some(VariantOf { step: index, index: at }))
                     }
                 };
-                let mut email = compose(e, sequence, &sender, &subject, &html, now);
+                let mut email = compose(e, sequence, &sender, &body, now);
                 email.variant = variant;
+                email.step = Some(index);
+                email.tracking = sequence.tracking;
                 if e.thread.is_none() {
                     e.thread = email.message_id.clone();
                     e.thread_subject = Some(email.summary.subject.clone());
@@ -174,6 +174,7 @@ fn advance(
                 if let Some(v) = variant {
                     sequence.variant_counters(v.step, v.index).sent += 1;
                 }
+                sequence.step_counters(index).sent += 1;
                 sent += 1;
             }
         }
@@ -236,26 +237,32 @@ fn compose(
     e: &Enrollment,
     sequence: &Sequence,
     sender: &Sender,
-    subject: &str,
-    html: &str,
+    body: &Variant,
     now: u64,
 ) -> Email {
     let merge = Merge { fields: &e.merge_fields, email: &e.email, seed: &e.id };
-    let mut subject = fill(subject, &merge, Target::Subject);
+    let mut subject = fill(&body.subject, &merge, Target::Subject);
     if subject.trim().is_empty()
         && let Some(first) = &e.thread_subject
     {
         subject = if first.starts_with("Re: ") { first.clone() } else { format!("Re: {first}") };
     }
-    let html = fill(html, &merge, Target::Html);
+    // A text-only step goes as text/plain alone (so without a pixel); with html the text part
+    // is the one given, or one made from the html.
+    let html = (!body.html.is_empty()).then(|| fill(&body.html, &merge, Target::Html));
+    let text = match (&body.text, &html) {
+        (Some(text), _) => fill(text, &merge, Target::Text),
+        (None, Some(html)) => html_to_text(html),
+        (None, None) => String::new(),
+    };
     Outbound {
         kind: SendType::Sequence,
         mailbox: sender.mailbox.clone(),
         from: sender.from_header.clone(),
         to: vec![e.email.clone()],
         subject,
-        text: html_to_text(&html),
-        html: Some(html),
+        text,
+        html,
         in_reply_to: e.thread.clone(),
         batch_id: None,
         sequence: Some((sequence.id.clone(), e.id.clone())),

@@ -92,7 +92,10 @@ impl Wtx<'_> {
             })?;
         }
         if let Some(sequence) = &email.sequence_id {
-            self.bump_sequence(sequence, email.variant.as_ref(), |c| match event {
+            if matches!(event, Event::Opened | Event::Clicked) {
+                self.lead_engaged(email, matches!(event, Event::Clicked))?;
+            }
+            self.bump_sequence(sequence, email, |c| match event {
                 Event::Delivered => c.delivered += 1,
                 Event::Bounced => c.bounced += 1,
                 Event::BouncedAfterDelivery => {

@@ -128,6 +128,8 @@ fn without_bodies(e: &Email) -> Email {
         sequence_id: e.sequence_id.clone(),
         enrollment_id: e.enrollment_id.clone(),
         variant: e.variant,
+        step: e.step,
+        tracking: e.tracking,
         bcc: e.bcc.clone(),
         tags: e.tags.clone(),
         metadata: e.metadata.clone(),

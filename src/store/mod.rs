@@ -133,7 +133,8 @@ pub use contacts::Contact;
 pub use dmarc_seen::{DmarcGroup, DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 pub use domains::{DkimKey, Domain};
 pub use emails::{
-    Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, received_bodies,
+    Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, TrackingOptions,
+    received_bodies,
 };
 pub use error::{Error, JobError, Result};
 pub use events::EventType;

@@ -82,6 +82,7 @@ mod send;
 mod send_fields;
 mod sender_groups;
 mod sequence_delivery;
+mod sequence_edit;
 mod sequence_outbound;
 mod sequences;
 mod shaping;

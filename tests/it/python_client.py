@@ -158,6 +158,8 @@ sequence = call("sequences.create_sequence", 201, "Sequence", body=body("CreateS
               {"type": "send_email", "subject": "", "html": "<p>Again</p>"}],
 })).parsed
 call("sequences.list_sequences", 200, "list[SequenceListItem]")
+got = call("sequences.get_sequence", 200, "SequenceListItem", id=sequence.id).parsed
+assert got.id == sequence.id and got.step_count == 3, got
 enrolled = call("sequences.enroll_contacts", 200, "EnrollResult", id=sequence.id,
                 body=body("EnrollRequest", {"contacts": [
                     {"email": f"bob@{domain}", "mergeFields": {"name": "Bob"}}]})).parsed

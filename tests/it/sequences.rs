@@ -101,11 +101,9 @@ fn a_three_step_sequence_sends_both_steps_in_order_merged_and_threaded() {
     assert!(grace.contains("Hi Grace of </p>"), "{grace}");
     let item = wait_stats(&w, &id, |s| s["completed"] == 2);
     assert_eq!(item["stepCount"], 3);
-    assert_eq!(
-        item["stats"],
-        json!({"total": 2, "active": 0, "completed": 2, "replied": 0, "bounced": 0, "cancelled": 0,
-               "autoReplied": 0})
-    );
+    let counts = ["total", "active", "completed", "replied", "bounced", "cancelled", "autoReplied"]
+        .map(|k| item["stats"][k].clone());
+    assert_eq!(counts, [2, 0, 2, 0, 0, 0, 0].map(|n| json!(n)), "{item}");
     // The step messages are stored as sent mail of the sequence, and counted. The sink has the
     // last message a moment before its delivery is recorded, so the count is waited for.
     let deadline = Instant::now() + Duration::from_secs(20);

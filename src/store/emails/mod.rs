@@ -12,7 +12,9 @@ use super::error::{Error, Result};
 pub use super::folder::Folder;
 pub(super) use types::fill_bodies;
 pub use types::received_bodies;
-pub use types::{Attachment, Deleted, Delivery, Email, Header, Spam, Summary, VariantOf};
+pub use types::{
+    Attachment, Deleted, Delivery, Email, Header, Spam, Summary, TrackingOptions, VariantOf,
+};
 
 mod types;
 use super::imap::Place;

@@ -37,6 +37,26 @@ pub struct VariantOf {
     pub index: u32,
 }
 
+/// What campaign tracking a message carries (`tracking` on sequences and campaigns): each part
+/// on unless switched off. The List-Unsubscribe headers are not among them: bulk mail always
+/// has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TrackingOptions {
+    /// The open pixel.
+    pub opens: bool,
+    /// Links routed through the click redirect.
+    pub clicks: bool,
+    /// The unsubscribe line at the end of the html and text parts.
+    pub unsubscribe_footer: bool,
+}
+
+impl Default for TrackingOptions {
+    fn default() -> Self {
+        TrackingOptions { opens: true, clicks: true, unsubscribe_footer: true }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Email {
@@ -72,6 +92,13 @@ pub struct Email {
     /// For a sequence step sent as one of its variants: which.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<VariantOf>,
+    /// For a sequence step's message: the step's index (its per-step counters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    /// Campaign tracking switched off in part; `None`: all of it. Not `tracking`: answers join
+    /// the message's engagement counters under that name.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "trackingSwitches")]
+    pub tracking: Option<TrackingOptions>,
     /// For mail we send: the blind copies (delivered to, never written into the message).
     #[serde(default)]
     pub bcc: Vec<String>,

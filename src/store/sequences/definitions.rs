@@ -3,7 +3,7 @@
 
 use super::super::kv::ReadableTable;
 
-use super::super::emails::VariantOf;
+use super::super::emails::Email;
 use super::super::error::{Error, Result};
 use super::super::status::EnrollmentStatus;
 use super::super::tables::*;
@@ -91,22 +91,46 @@ impl Wtx<'_> {
         Ok(cancelled)
     }
 
-    /// Updates the message counters of the sequence a sent message belongs to, and those of the
-    /// step variant it was.
+    /// Updates the message counters of the sequence a sent message belongs to, and those of its
+    /// step and of the step variant it was. In the transaction that records the event, so the
+    /// counters are exact however many events arrive at once.
     pub fn bump_sequence(
         &mut self,
         id: &str,
-        variant: Option<&VariantOf>,
+        email: &Email,
         change: impl Fn(&mut MessageCounters),
     ) -> Result<()> {
         if let Some(mut sequence) = self.load_sequence(id)? {
             change(&mut sequence.counters);
-            if let Some(v) = variant {
+            if let Some(v) = &email.variant {
                 change(sequence.variant_counters(v.step, v.index));
+            }
+            // Messages sent before steps were recorded know theirs only as a variant's.
+            if let Some(step) = email.step.or(email.variant.map(|v| v.step)) {
+                change(sequence.step_counters(step));
             }
             self.save_sequence(&sequence)?;
         }
         Ok(())
+    }
+
+    /// The first open or click of any message of an enrollment: counted once per lead in its
+    /// sequence's `opened` or `clicked`.
+    pub(in crate::store) fn lead_engaged(&mut self, email: &Email, click: bool) -> Result<()> {
+        let Some(id) = &email.enrollment_id else { return Ok(()) };
+        let Some(mut e) = self.load_enrollment(id)? else { return Ok(()) };
+        let seen = if click { &mut e.clicked } else { &mut e.opened };
+        if *seen {
+            return Ok(());
+        }
+        *seen = true;
+        let Some(mut sequence) = self.load_sequence(&e.sequence_id)? else { return Ok(()) };
+        match click {
+            true => sequence.stats.clicked += 1,
+            false => sequence.stats.opened += 1,
+        }
+        self.save_enrollment(&e)?;
+        self.save_sequence(&sequence)
     }
 
     /// The ids of the domain's sequences.

@@ -106,6 +106,8 @@ impl Wtx<'_> {
                 timezone,
                 mailbox: None,
                 from_header: None,
+                opened: false,
+                clicked: false,
                 created_at: now,
                 updated_at: now,
             };

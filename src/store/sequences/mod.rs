@@ -23,15 +23,25 @@ pub enum Step {
         /// With `variants`, the first variant's (what clients of the spec alone see).
         #[serde(default)]
         subject: String,
+        /// Empty for a text-only step.
         #[serde(default)]
         html: String,
+        /// The plain-text body when one was given (else the text part is made from `html`).
+        #[serde(default)]
+        text: Option<String>,
         /// A/B alternatives: each enrollment gets one, in turn, so they split evenly.
         #[serde(default)]
         variants: Vec<Variant>,
     },
     Delay {
+        /// The wait, whatever unit it was given in.
         #[serde(rename = "delayMs")]
         delay_ms: u64,
+        /// The unit it was given in when not milliseconds: answers show it as given.
+        #[serde(default, rename = "delayHours")]
+        delay_hours: Option<u64>,
+        #[serde(default, rename = "delayDays")]
+        delay_days: Option<u64>,
     },
 }
 
@@ -43,24 +53,33 @@ impl Serialize for Step {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(None)?;
         match self {
-            Step::SendEmail { subject, html, variants } => {
+            Step::SendEmail { subject, html, text, variants } => {
                 map.serialize_entry("type", "send_email")?;
-                match variants.first() {
-                    None => {
-                        map.serialize_entry("subject", subject)?;
-                        map.serialize_entry("html", html)?;
-                    }
-                    // The spec's fields show the first variant, for clients that know no others.
-                    Some(first) => {
-                        map.serialize_entry("subject", &first.subject)?;
-                        map.serialize_entry("html", &first.html)?;
-                        map.serialize_entry("variants", variants)?;
-                    }
+                // The spec's fields show the first variant, for clients that know no others.
+                let (subject, html, text) = match variants.first() {
+                    None => (subject, html, text),
+                    Some(first) => (&first.subject, &first.html, &first.text),
+                };
+                map.serialize_entry("subject", subject)?;
+                if !html.is_empty() {
+                    map.serialize_entry("html", html)?;
+                }
+                if let Some(text) = text {
+                    map.serialize_entry("text", text)?;
+                }
+                if !variants.is_empty() {
+                    map.serialize_entry("variants", variants)?;
                 }
             }
-            Step::Delay { delay_ms } => {
+            Step::Delay { delay_ms, delay_hours, delay_days } => {
                 map.serialize_entry("type", "delay")?;
                 map.serialize_entry("delayMs", delay_ms)?;
+                if let Some(hours) = delay_hours {
+                    map.serialize_entry("delayHours", hours)?;
+                }
+                if let Some(days) = delay_days {
+                    map.serialize_entry("delayDays", days)?;
+                }
             }
         }
         map.end()
@@ -71,7 +90,11 @@ impl Serialize for Step {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Variant {
     pub subject: String,
+    /// Empty for a text-only variant.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub html: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// The local days and hours in which a sequence's messages may go.
@@ -95,7 +118,15 @@ pub struct VariantCounters {
     pub counters: MessageCounters,
 }
 
-/// Enrollment counts by status.
+/// The message counters of one step (by position).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StepCounters {
+    pub step: u32,
+    #[serde(flatten)]
+    pub counters: MessageCounters,
+}
+
+/// Enrollment counts by status, and leads that opened or clicked.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct EnrollmentStats {
     pub total: u64,
@@ -107,6 +138,12 @@ pub struct EnrollmentStats {
     /// Automatic answers (out-of-office notices, auto-responders) received: not replies.
     #[serde(default, rename = "autoReplied")]
     pub auto_replied: u64,
+    /// Enrollments with at least one message opened (counted at the first open).
+    #[serde(default)]
+    pub opened: u64,
+    /// Enrollments with at least one link clicked.
+    #[serde(default)]
+    pub clicked: u64,
 }
 
 impl EnrollmentStats {
@@ -166,6 +203,12 @@ pub struct Sequence {
     /// day after it; `None` (or `continue`) leaves the steps running.
     #[serde(default)]
     pub out_of_office: Option<String>,
+    /// Campaign tracking switched off in part; `None`: all of it.
+    #[serde(default)]
+    pub tracking: Option<super::emails::TrackingOptions>,
+    /// Per step position, once it has sent.
+    #[serde(default)]
+    pub step_counters: Vec<StepCounters>,
 }
 
 impl Sequence {
@@ -179,6 +222,18 @@ impl Sequence {
             }
         };
         &mut self.variants[at].counters
+    }
+
+    /// The counters of step `step`, made on first use.
+    pub fn step_counters(&mut self, step: u32) -> &mut MessageCounters {
+        let at = match self.step_counters.iter().position(|c| c.step == step) {
+            Some(at) => at,
+            None => {
+                self.step_counters.push(StepCounters { step, ..Default::default() });
+                self.step_counters.len() - 1
+            }
+        };
+        &mut self.step_counters[at].counters
     }
 
     /// The variant the next enrollment to reach step `step` (of `count` variants) gets.
@@ -222,6 +277,11 @@ pub struct Enrollment {
     pub mailbox: Option<String>,
     #[serde(default)]
     pub from_header: Option<String>,
+    /// Whether any of its messages was opened / had a link clicked (counted once per lead).
+    #[serde(default)]
+    pub opened: bool,
+    #[serde(default)]
+    pub clicked: bool,
     pub created_at: u64,
     pub updated_at: u64,
 }

@@ -20,6 +20,7 @@
 //! - `aliases`      addresses that lead to mailboxes or outside (the catch-all among them)
 //! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
 //! - `aggregates`   DMARC and TLS-RPT aggregate reports other systems send about our domains
+//! - `replies`      the reply inbox: answers to sequence and campaign mail, and lead labels
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
 //! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
 //! - `attempts`     committing a delivery attempt's outcome
@@ -94,6 +95,7 @@ mod queue;
 mod quota;
 mod raw;
 mod removal;
+mod replies;
 mod reports;
 mod scan;
 mod secrets;
@@ -127,7 +129,7 @@ pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use bodies::SentBody;
 pub use certificates::StoredCertificate;
-pub use contacts::Contact;
+pub use contacts::{Contact, ContactUpsert, Imported, MAX_CONTACT_FIELDS};
 pub use domains::{DkimKey, Domain};
 pub use emails::{
     Attachment, Deleted, Delivery, Email, Folder, Header, Spam, Summary, received_bodies,
@@ -150,6 +152,7 @@ pub use pacing::Slot;
 pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use quota::Quota;
 pub use removal::Removed;
+pub use replies::{Answer as ReplyAnswer, MAX_LABEL, ReplyRecord};
 pub use reports::ReplySeen;
 pub use senders::SenderHistory;
 pub use sequences::*;

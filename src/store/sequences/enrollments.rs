@@ -106,6 +106,7 @@ impl Wtx<'_> {
                 timezone,
                 mailbox: None,
                 from_header: None,
+                label: None,
                 created_at: now,
                 updated_at: now,
             };

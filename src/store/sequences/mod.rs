@@ -222,6 +222,9 @@ pub struct Enrollment {
     pub mailbox: Option<String>,
     #[serde(default)]
     pub from_header: Option<String>,
+    /// The lead label a user gave (`interested`, `meeting_booked`, ... or their own words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     pub created_at: u64,
     pub updated_at: u64,
 }

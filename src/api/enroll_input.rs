@@ -18,7 +18,12 @@ const MAX_MERGE_VALUE: usize = 2000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EnrollRequest {
-    contacts: Vec<EnrollContact>,
+    /// The spec's array, or `"all"` (the whole contact book).
+    #[serde(default)]
+    contacts: Option<serde_json::Value>,
+    /// Contacts of the contact book by id.
+    #[serde(default, rename = "contactIds")]
+    contact_ids: Option<Vec<String>>,
     /// Skip addresses that replied to, bounced in, or are active in another sequence of the
     /// domain (`contacted`); on unless `false`.
     #[serde(default = "yes", rename = "skipContacted")]
@@ -29,12 +34,24 @@ fn yes() -> bool {
     true
 }
 
-/// A validated enroll request.
+/// A validated enroll request. `contacts` holds the given contacts; with `from_book` set they
+/// are still to be read from the contact book (`enroll_contacts::resolve`).
 #[derive(Debug)]
 pub struct Enroll {
     pub contacts: Vec<EnrollInput>,
     pub skip_contacted: bool,
+    pub from_book: Option<FromBook>,
 }
+
+/// Contacts to take from the contact book.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FromBook {
+    All,
+    Ids(Vec<String>),
+}
+
+/// The most contact ids one request names.
+pub const MAX_CONTACT_IDS: usize = 10_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,7 +67,39 @@ struct EnrollContact {
 /// (addresses are screened afterwards, like recipients of a send).
 pub fn parse_enroll(body: &[u8]) -> Result<Enroll> {
     let input: EnrollRequest = parse_json(body)?;
-    let n = input.contacts.len();
+    let skip_contacted = input.skip_contacted;
+    let given = match (input.contacts, input.contact_ids) {
+        (Some(serde_json::Value::String(all)), None) if all == "all" => {
+            return Ok(Enroll {
+                contacts: Vec::new(),
+                skip_contacted,
+                from_book: Some(FromBook::All),
+            });
+        }
+        (None, Some(ids)) => {
+            if ids.is_empty() || ids.len() > MAX_CONTACT_IDS {
+                return Err(Error::invalid(
+                    format!("`contactIds` must hold 1 to {MAX_CONTACT_IDS} ids; got {}", ids.len()),
+                    "split larger lists over several requests, or give `contacts: \"all\"`",
+                ));
+            }
+            let from_book = Some(FromBook::Ids(ids));
+            return Ok(Enroll { contacts: Vec::new(), skip_contacted, from_book });
+        }
+        (Some(list @ serde_json::Value::Array(_)), None) => serde_json::from_value::<
+            Vec<EnrollContact>,
+        >(list)
+        .map_err(|e| {
+            Error::invalid(format!("invalid `contacts`: {e}"), "see POST /v1/sequences/{id}/enroll")
+        })?,
+        _ => {
+            return Err(Error::invalid(
+                "give exactly one of `contacts` (an array, or \"all\") and `contactIds`",
+                "e.g. {\"contacts\": \"all\"} enrolls the whole contact book",
+            ));
+        }
+    };
+    let n = given.len();
     if n == 0 || n > MAX_ENROLL {
         return Err(Error::invalid(
             format!("`contacts` must hold 1 to {MAX_ENROLL} entries; got {n}"),
@@ -58,7 +107,7 @@ pub fn parse_enroll(body: &[u8]) -> Result<Enroll> {
         ));
     }
     let mut out = Vec::with_capacity(n);
-    for (i, c) in input.contacts.into_iter().enumerate() {
+    for (i, c) in given.into_iter().enumerate() {
         merge_fields(i, &c.merge_fields)?;
         let timezone = match c.timezone {
             None => None,
@@ -74,7 +123,7 @@ pub fn parse_enroll(body: &[u8]) -> Result<Enroll> {
         };
         out.push(EnrollInput { email: c.email, merge_fields: c.merge_fields, timezone });
     }
-    Ok(Enroll { contacts: out, skip_contacted: input.skip_contacted })
+    Ok(Enroll { contacts: out, skip_contacted, from_book: None })
 }
 
 fn merge_fields(i: usize, fields: &BTreeMap<String, String>) -> Result<()> {
@@ -110,5 +159,21 @@ mod tests {
         assert_eq!(on.ok(), Some(true));
         let body = br#"{"contacts": [{"email": "a@x.test"}], "skipContacted": false}"#;
         assert_eq!(parse_enroll(body).map(|e| e.skip_contacted).ok(), Some(false));
+    }
+
+    #[test]
+    fn from_the_contact_book() {
+        let book = |body: &[u8]| parse_enroll(body).ok().and_then(|e| e.from_book);
+        assert_eq!(book(br#"{"contacts": "all"}"#), Some(FromBook::All));
+        assert_eq!(book(br#"{"contactIds": ["ct_1"]}"#), Some(FromBook::Ids(vec!["ct_1".into()])));
+        for bad in [
+            &br#"{"contacts": "some"}"#[..],
+            br#"{"contactIds": []}"#,
+            br#"{"contacts": "all", "contactIds": ["ct_1"]}"#,
+            br#"{}"#,
+            br#"{"contacts": [{"email": 1}]}"#,
+        ] {
+            assert!(parse_enroll(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 }

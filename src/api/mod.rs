@@ -7,8 +7,10 @@ pub mod autoconfig;
 pub mod bounces;
 pub mod certificates;
 pub mod contacts;
+pub mod contacts_import;
 pub mod downloads;
 pub mod emails;
+pub mod enroll_contacts;
 pub mod enroll_input;
 pub mod enroll_skips;
 pub mod folders;
@@ -19,6 +21,7 @@ pub mod meta;
 pub mod outreach_input;
 pub mod paging;
 pub mod passwords;
+pub mod replies;
 pub mod reports;
 pub mod send;
 pub mod send_fields;
@@ -111,6 +114,8 @@ pub fn routes() -> Vec<Route> {
         ),
         r(Method::GET, "/v1/contacts", Domain, handler!(contacts::list)),
         r(Method::POST, "/v1/contacts", Domain, handler!(contacts::upsert)),
+        r(Method::POST, "/v1/contacts/import", Domain, handler!(contacts_import::import)),
+        r(Method::GET, "/v1/contacts/{id}", Domain, handler!(contacts::get)),
         r(Method::DELETE, "/v1/contacts/{id}", Domain, handler!(contacts::delete)),
         r(Method::POST, "/v1/send", Domain, handler!(send::send)),
         r(Method::GET, "/v1/sequences", Domain, handler!(sequences::list)),
@@ -120,6 +125,13 @@ pub fn routes() -> Vec<Route> {
         r(Method::DELETE, "/v1/sequences/{id}", Domain, handler!(sequences::delete)),
         r(Method::POST, "/v1/sequences/{id}/enroll", Domain, handler!(sequences::enroll)),
         r(Method::GET, "/v1/sequences/{id}/enrollments", Domain, handler!(sequences::enrollments)),
+        r(
+            Method::PATCH,
+            "/v1/sequences/{id}/enrollments/{enrollmentId}",
+            Domain,
+            handler!(replies::label),
+        ),
+        r(Method::GET, "/v1/replies", Domain, handler!(replies::list)),
         r(Method::GET, "/v1/suppressions", Analytics, handler!(analytics::suppressions)),
         r(Method::POST, "/v1/suppressions", Domain, handler!(suppressions::create)),
         r(Method::DELETE, "/v1/suppressions/{email}", Domain, handler!(suppressions::delete)),
@@ -190,6 +202,8 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = sender_groups::parse_create(data, "example.com");
     let _ = sender_groups::parse_update(data, "example.com");
     let _ = contacts::parse_upsert(data);
+    let _ = contacts_import::parse_csv(data);
+    let _ = replies::parse_label(data);
     let _ = suppressions::parse_create(data);
     let _ = send::parse(data, "example.com", 0);
     let _ = sequence_input::parse_create(data, "example.com");

@@ -179,7 +179,8 @@ pub async fn delete(ctx: Ctx) -> Result<Reply> {
 pub async fn enroll(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let id = ctx.param("id").to_owned();
-    let request = parse_enroll(&ctx.body)?;
+    let request =
+        super::enroll_contacts::resolve(&ctx.app.store, &domain, parse_enroll(&ctx.body)?).await?;
     let (d, sid) = (domain.clone(), id.clone());
     let sequence = ctx.app.store.read(move |r| r.sequence(&sid)).await?;
     let sequence =
@@ -234,6 +235,9 @@ struct EnrollmentView<'a> {
     mailbox: Option<&'a str>,
     /// When its next step runs (a step waiting for the sending window shows when it opens).
     next_send_at: Option<u64>,
+    /// The lead label (`PATCH .../enrollments/{enrollmentId}`), when one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
     created_at: u64,
     updated_at: u64,
 }
@@ -248,6 +252,7 @@ fn enrollment_view(e: &Enrollment) -> EnrollmentView<'_> {
         timezone: e.timezone.as_deref(),
         mailbox: e.mailbox.as_deref(),
         next_send_at: e.due.filter(|_| e.status.is_active()),
+        label: e.label.as_deref(),
         created_at: e.created_at,
         updated_at: e.updated_at,
     }

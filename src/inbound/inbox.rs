@@ -130,3 +130,26 @@ pub(super) fn reply_link(
     }
     Ok(reply_of)
 }
+
+/// Files each copy of an answer to mail of ours (`reply_of`) in the reply inbox, with the
+/// classification the inbound path made (`GET /v1/replies`).
+pub(super) fn file_replies(
+    w: &mut Wtx<'_>,
+    reply_of: Option<&str>,
+    template: &Email,
+    copies: &[(String, String)],
+    answer: &crate::store::ReplySeen,
+) -> Result<()> {
+    let Some(original) = reply_of else { return Ok(()) };
+    for (email_id, mailbox) in copies {
+        let item = crate::store::ReplyAnswer {
+            email_id,
+            mailbox,
+            from: &template.summary.from,
+            subject: &template.summary.subject,
+            received_at: template.summary.created_at,
+        };
+        w.file_reply(original, &item, answer.class)?;
+    }
+    Ok(())
+}

@@ -184,6 +184,8 @@ fn commit_of(routed: Routed, verdict: auth::Verdict, now: u64) -> Commit {
             let raw = (&group.raw, Some(group.prepared.clone()));
             w.store_copies_to(&template, &group.copies, &group.delivered, raw.0, raw.1)?;
             w.emit_received(&template, &group.copies, auth)?;
+            let answered = reply_of.as_deref();
+            super::file_replies(w, answered, &template, &group.copies, answer)?;
         }
         for (copy, mailbox, folder, flags) in &routed.flags {
             w.imap_store_flags(mailbox, *folder, copy, flags.clone())?;

@@ -46,7 +46,7 @@ pub use disposition::DMARC_REFUSED;
 use disposition::{Disposition, disposition};
 use filing::groups;
 use filter::Filter;
-use inbox::{Inbox, reply_link};
+use inbox::{Inbox, file_replies, reply_link};
 pub use inspect::{Inspected, inspect};
 pub use recipient::MAILBOX_FULL;
 use recipient::room_in_any;
@@ -414,6 +414,7 @@ impl Receiver {
                         Some(group.prepared.clone()),
                     )?;
                     w.emit_received(&template, &group.copies, auth)?;
+                    file_replies(w, reply_of.as_deref(), &template, &group.copies, &answer)?;
                 }
                 for (copy, mailbox, folder, flags) in &flags {
                     w.imap_store_flags(mailbox, *folder, copy, flags.clone())?;

@@ -21,6 +21,7 @@
 //! - `inbound`      received mail: one copy per mailbox, their bodies left in the raw message
 //! - `aggregates`   DMARC and TLS-RPT aggregate reports other systems send about our domains
 //! - `dmarc_seen`   what our MX saw of other domains' DMARC, for the reports we send them
+//! - `replies`      the reply inbox: answers to sequence and campaign mail, and lead labels
 //! - `reports`      late bounces (DSNs), complaints (ARF) and replies to what we sent
 //! - `tracking`     opens, clicks, unsubscribes and replies of a sent message
 //! - `attempts`     committing a delivery attempt's outcome
@@ -96,6 +97,7 @@ mod queue;
 mod quota;
 mod raw;
 mod removal;
+mod replies;
 mod reports;
 mod scan;
 mod secrets;
@@ -129,7 +131,7 @@ pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use bodies::SentBody;
 pub use certificates::StoredCertificate;
-pub use contacts::Contact;
+pub use contacts::{Contact, ContactUpsert, Imported, MAX_CONTACT_FIELDS};
 pub use dmarc_seen::{DmarcGroup, DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 pub use domains::{DkimKey, Domain};
 pub use emails::{
@@ -154,6 +156,7 @@ pub use pacing::Slot;
 pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
 pub use quota::Quota;
 pub use removal::Removed;
+pub use replies::{Answer as ReplyAnswer, MAX_LABEL, ReplyRecord};
 pub use reports::ReplySeen;
 pub use senders::SenderHistory;
 pub use sequences::*;

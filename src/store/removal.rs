@@ -35,6 +35,7 @@ impl Wtx<'_> {
             removed.mailboxes += 1;
         }
         removed.contacts = self.remove_domain_contacts(name)?;
+        drain_domain(&mut self.tx.open_table(REPLIES)?, name)?;
         self.remove_domain_aliases(name)?;
         self.remove_domain_sequences(name)?;
         self.remove_domain_webhooks(name)?;

@@ -23,6 +23,9 @@ pub const CONTACTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new(
 /// (domain, lower-cased email) -> contact id: the upsert key.
 pub const CONTACT_EMAILS: TableDefinition<(&str, &str), &str> =
     TableDefinition::new("contact_emails");
+/// (domain, received copy's email id) -> `ReplyRecord`: answers to sequence and campaign mail,
+/// oldest first (ids are time-ordered), so the reply inbox reads it backwards, newest first.
+pub const REPLIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("replies");
 /// email id -> `Email`, in the stored form of `email_doc` (a single received copy's raw message
 /// follows it).
 pub const EMAILS: TableDefinition<&str, &[u8]> = TableDefinition::new("emails");

@@ -60,6 +60,8 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         }
         ("PATCH", "/v1/sender-groups/{id}") => Some(json!({"name": "Probe renamed"})),
         ("POST", "/v1/contacts") => Some(json!({"email": "ada@example.org", "name": "Ada"})),
+        // A CSV body; key and scope are checked before its type and contents.
+        ("POST", "/v1/contacts/import") => Some(json!("email\nada@example.org\n")),
         ("POST", "/v1/suppressions") => Some(json!({"email": "ada@example.org"})),
         ("POST", "/v1/send") => Some(
             json!({"from": "probe@alpha.test", "to": "ada@example.org", "subject": "Hi", "text": "Hello"}),
@@ -71,6 +73,9 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         ("PATCH", "/v1/sequences/{id}") => Some(json!({"status": "paused"})),
         ("POST", "/v1/sequences/{id}/enroll") => {
             Some(json!({"contacts": [{"email": "ada@example.org"}]}))
+        }
+        ("PATCH", "/v1/sequences/{id}/enrollments/{enrollmentId}") => {
+            Some(json!({"label": "interested"}))
         }
         ("POST", "/v1/warmup") => Some(json!({"mailbox": "probe", "replyRate": 0.5})),
         ("POST", "/v1/webhooks") => Some(json!({"url": "https://93.184.216.34/in"})),

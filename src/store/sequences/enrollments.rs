@@ -108,6 +108,7 @@ impl Wtx<'_> {
                 from_header: None,
                 opened: false,
                 clicked: false,
+                label: None,
                 created_at: now,
                 updated_at: now,
             };

@@ -282,6 +282,9 @@ pub struct Enrollment {
     pub opened: bool,
     #[serde(default)]
     pub clicked: bool,
+    /// The lead label a user gave (`interested`, `meeting_booked`, ... or their own words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     pub created_at: u64,
     pub updated_at: u64,
 }

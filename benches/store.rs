@@ -101,7 +101,14 @@ fn seed() -> Seeded {
         "contacts",
         store.write_blocking(|w| -> Result<()> {
             for i in 0..CONTACTS {
-                w.upsert_contact(DOMAIN, &format!("c{i}@example.com"), format!("Contact {i}"))?;
+                w.upsert_contact(
+                    DOMAIN,
+                    &edgemail::store::ContactUpsert {
+                        email: format!("c{i}@example.com"),
+                        name: Some(format!("Contact {i}")),
+                        fields: Default::default(),
+                    },
+                )?;
             }
             Ok(())
         }),
@@ -156,7 +163,14 @@ fn writes(c: &mut Criterion) {
                 "upsert",
                 store.write_blocking(move |w| -> Result<()> {
                     for i in base..base + 100 {
-                        w.upsert_contact(DOMAIN, &format!("w{i}@example.com"), "W".into())?;
+                        w.upsert_contact(
+                            DOMAIN,
+                            &edgemail::store::ContactUpsert {
+                                email: format!("w{i}@example.com"),
+                                name: Some("W".into()),
+                                fields: Default::default(),
+                            },
+                        )?;
                     }
                     Ok(())
                 }),
@@ -168,7 +182,14 @@ fn writes(c: &mut Criterion) {
             must(
                 "rename",
                 store.write_blocking(|w| {
-                    w.upsert_contact(DOMAIN, "c7@example.com", "Renamed".into())
+                    w.upsert_contact(
+                        DOMAIN,
+                        &edgemail::store::ContactUpsert {
+                            email: ("c7@example.com").to_string(),
+                            name: Some("Renamed".into()),
+                            fields: Default::default(),
+                        },
+                    )
                 }),
             )
         })

@@ -5,8 +5,8 @@
 
 use super::emails::{Email, Folder};
 use super::error::Result;
-use super::kv::ReadableTable;
 use super::folders::system_named;
+use super::kv::ReadableTable;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, drain_domain};
 
@@ -113,19 +113,15 @@ mod tests {
         let store = Store::open(&dir).expect("open"); // ok: test
         // The quota is the integration tests' (a mailbox needs a domain); here keys alone.
         let items = vec![item("a@x.test", "m:1", 10), item("a@x.test", "m:2", 20)];
-        let first = store
-            .write_blocking(move |w| w.import_messages(&items, 100, 5))
-            .expect("import"); // ok: test
+        let first =
+            store.write_blocking(move |w| w.import_messages(&items, 100, 5)).expect("import"); // ok: test
         assert_eq!(first, vec![Imported::Stored(1), Imported::Stored(2)]);
         let again = vec![item("a@x.test", "m:1", 10), item("a@x.test", "m:3", 10)];
-        let second = store
-            .write_blocking(move |w| w.import_messages(&again, 100, 5))
-            .expect("import"); // ok: test
+        let second =
+            store.write_blocking(move |w| w.import_messages(&again, 100, 5)).expect("import"); // ok: test
         assert_eq!(second[0], Imported::Skipped);
         assert_eq!(second[1], Imported::Stored(3));
-        store
-            .write_blocking(|w| w.set_import_mark("a@x.test", "f:INBOX", b"{}"))
-            .expect("mark"); // ok: test
+        store.write_blocking(|w| w.set_import_mark("a@x.test", "f:INBOX", b"{}")).expect("mark"); // ok: test
         let mark = store.read_blocking(|r| r.import_mark("a@x.test", "f:INBOX")).expect("read"); // ok: test
         assert_eq!(mark.as_deref(), Some(&b"{}"[..]));
         store.write_blocking(|w| w.forget_imports("a@x.test")).expect("forget"); // ok: test

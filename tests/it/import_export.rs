@@ -184,3 +184,40 @@ fn maildir_and_mbox_round_trip_byte_for_byte_with_flags_and_dates() {
         cli(&["import", "--mailbox", &format!("nobody@{A}"), "--mbox", m, "--data", d]);
     assert!(!ok && err.contains("not found"), "{err}");
 }
+
+#[test]
+fn the_import_route_takes_an_mbox_into_a_folder_within_the_quota() {
+    use serde_json::json;
+    let world = crate::harness::World::start();
+    let api = world.alpha();
+    api.post("/v1/mailboxes", json!({"address": "up"})).expect(201);
+    // Room for the small messages only: the large one fails alone, with its reason.
+    api.patch("/v1/mailboxes/up", json!({"quotaBytes": 2000})).expect(200);
+    let mut mbox = Vec::new();
+    for (n, size) in [(1, 10), (2, 5000), (3, 10)] {
+        mbox.extend_from_slice(b"From x@example.org Mon Jan  5 10:00:00 2015\n");
+        mbox.extend_from_slice(
+            format!("Message-ID: <up-{n}@example.org>\nStatus: RO\n\n").as_bytes(),
+        );
+        mbox.extend(std::iter::repeat_n(b'a', size));
+        mbox.extend_from_slice(b"\n\n");
+    }
+    let path = format!("/v1/mailboxes/up@{A}/import?folder=Old%2FHost");
+    let headers = [("Content-Type", "application/mbox")];
+    let first = api.raw("POST", &path, &headers, Some(&mbox)).expect(200).json();
+    assert_eq!(first["imported"], 2, "{first}");
+    assert_eq!(first["failed"][0]["index"], 1, "{first}");
+    assert!(first["failed"][0]["reason"].as_str().is_some_and(|r| r.contains("quota")), "{first}");
+    let again = api.raw("POST", &path, &headers, Some(&mbox)).expect(200).json();
+    assert_eq!(
+        (again["imported"].clone(), again["skipped"].clone()),
+        (json!(0), json!(2)),
+        "{again}"
+    );
+    let folders = api.get(&format!("/v1/mailboxes/up@{A}/folders")).expect(200).json();
+    let made = folders.as_array().and_then(|f| f.iter().find(|f| f["name"] == "Old/Host")).cloned();
+    assert_eq!(made.map(|f| (f["total"].clone(), f["unread"].clone())), Some((json!(2), json!(0))));
+    let refused = api.raw("POST", &path, &headers, Some(b"Subject: not an mbox\n\nx\n"));
+    refused.expect_error(400, "invalid_request");
+    api.raw("POST", &format!("/v1/mailboxes/none@{A}/import"), &headers, Some(&mbox)).expect(404);
+}

@@ -44,7 +44,9 @@ pub fn folders(root: &Path) -> std::io::Result<Vec<MaildirFolder>> {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(inner) = name.strip_prefix('.') else { continue };
-        if inner.is_empty() || inner == "." || !entry.path().join("cur").is_dir() {
+        let path = entry.path();
+        let mail_dir = path.join("cur").is_dir() || path.join("new").is_dir();
+        if inner.is_empty() || inner == "." || !mail_dir {
             continue;
         }
         names.push(inner.to_owned());

@@ -18,7 +18,7 @@ fn mboxrd_unquotes_one_level_and_takes_the_from_line_date() {
     assert_eq!(all[0].raw, b"Subject: x\n\nFrom here\n>From there\nFrom: no\n");
     assert_eq!(all[0].date, Some(1_795_687_200_000));
     assert_eq!(all[1].raw, b"Subject: y\n\nbody\n");
-    assert_eq!(all[1].date, Some(884_044_801_000));
+    assert_eq!(all[1].date, Some(883_958_401_000));
 }
 
 #[test]

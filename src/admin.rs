@@ -49,6 +49,17 @@ pub enum Command {
         spam: Option<PathBuf>,
         ham: Option<PathBuf>,
     },
+    /// Import mail into `mailbox` (`edgemail import`).
+    Import {
+        mailbox: String,
+        source: crate::mailmove::Source,
+    },
+    /// Export every folder of `mailbox` (`edgemail export`) to an (absolute) path.
+    Export {
+        mailbox: String,
+        mbox: Option<PathBuf>,
+        maildir: Option<PathBuf>,
+    },
 }
 
 impl Command {
@@ -108,6 +119,21 @@ pub fn execute(
                 ham.as_deref(),
             )?;
             Ok(trained.describe(mailbox.as_deref()))
+        }
+        Command::Import { mailbox, source } => {
+            let quota = config.mailbox.quota_bytes;
+            Ok(crate::mailmove::import(store, &mailbox, quota, &source)?.describe())
+        }
+        Command::Export { mailbox, mbox, maildir } => {
+            use crate::mailmove::export::{Target, export};
+            let target = match (mbox, maildir) {
+                (Some(file), _) => Target::Mbox(file),
+                (None, Some(dir)) => Target::Maildir(dir),
+                (None, None) => {
+                    return Err(Error::invalid("nothing to export to", "--mbox or --maildir"));
+                }
+            };
+            Ok(export(store, &mailbox, &target)?.describe())
         }
         Command::DomainRemove { name } => {
             let name = name.trim().to_ascii_lowercase();

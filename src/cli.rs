@@ -74,6 +74,38 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Copy mail into a hosted mailbox from an mbox file or a Maildir: every
+    /// folder, flags, keywords and internal dates; a second run copies only what is new (also
+    /// while `serve` runs: the running server imports).
+    #[command(group(clap::ArgGroup::new("source").required(true).args(["mbox", "maildir"])))]
+    Import {
+        /// The mailbox to import into.
+        #[arg(long, value_name = "ADDR")]
+        mailbox: String,
+        /// An mbox file (mboxrd or mboxo).
+        #[arg(long, value_name = "FILE")]
+        mbox: Option<PathBuf>,
+        /// A Maildir (Maildir++ subfolders included).
+        #[arg(long, value_name = "DIR")]
+        maildir: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Write every folder of a mailbox to an mbox file or a Maildir, flags included.
+    #[command(group(clap::ArgGroup::new("target").required(true).args(["mbox", "maildir"])))]
+    Export {
+        /// The mailbox to export.
+        #[arg(long, value_name = "ADDR")]
+        mailbox: String,
+        /// A new mbox file holding every folder.
+        #[arg(long, value_name = "FILE")]
+        mbox: Option<PathBuf>,
+        /// A new (or empty) directory to write a Maildir++ tree into.
+        #[arg(long, value_name = "DIR")]
+        maildir: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 /// Options every command takes.

@@ -24,6 +24,7 @@
 //! - `warmup`    mailbox warmup: the ramp, the sending engine, recognizing and answering warmup mail
 //! - `sequences` the follow-up engine: due steps, merge fields, threading
 //! - `reporting` DMARC and TLS-RPT reports in (claimed from the MX, read under bounds, summed), DMARC reports out
+//! - `mailmove`  moving in and out: import from mbox and Maildir, export to mbox and Maildir
 //! - `inbound`   what received mail becomes: auth results, inbox copies, DSNs, complaints, replies
 //! - `queue`     the durable delivery queue: scheduler, SMTP client and pool, retry policy
 //! - `mta_sts`   MTA-STS for outbound delivery: policy discovery, fetch, cache, MX matching
@@ -95,6 +96,7 @@ pub mod junk;
 pub(crate) mod listener;
 pub mod logging;
 pub mod mail;
+pub mod mailmove;
 pub(crate) mod managesieve;
 pub mod metrics;
 pub mod mime;

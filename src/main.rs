@@ -50,6 +50,23 @@ fn main() -> ExitCode {
             on_existing_store(&common, Admin::Train { mailbox, spam, ham })
         }
         Command::Restore { from, force, common } => restore(&common, &from, force),
+        Command::Import { mailbox, mbox, maildir, common } => {
+            let absolute = |p: std::path::PathBuf| std::path::absolute(&p).unwrap_or(p);
+            let source = match (mbox, maildir) {
+                (Some(path), _) => edgemail::mailmove::Source::Mbox { path: absolute(path) },
+                (None, Some(path)) => edgemail::mailmove::Source::Maildir { path: absolute(path) },
+                (None, None) => return fail("pass --mbox or --maildir"),
+            };
+            on_existing_store(&common, Admin::Import { mailbox, source })
+        }
+        Command::Export { mailbox, mbox, maildir, common } => {
+            let absolute =
+                |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
+            on_existing_store(
+                &common,
+                Admin::Export { mailbox, mbox: absolute(mbox), maildir: absolute(maildir) },
+            )
+        }
     }
 }
 

@@ -15,6 +15,7 @@ pub mod enroll_input;
 pub mod enroll_skips;
 pub mod folders;
 pub mod health;
+pub mod imports;
 pub mod input;
 pub mod mailboxes;
 pub mod meta;
@@ -79,6 +80,7 @@ pub fn routes() -> Vec<Route> {
             Domain,
             handler!(folders::delete),
         ),
+        r(Method::POST, "/v1/mailboxes/{address}/import", Domain, handler!(imports::import)),
         r(Method::GET, "/v1/aliases", Domain, handler!(aliases::list)),
         r(Method::POST, "/v1/aliases", Domain, handler!(aliases::create)),
         r(Method::GET, "/v1/aliases/{address}", Domain, handler!(aliases::get)),
@@ -215,4 +217,5 @@ pub fn parse_every_body(data: &[u8]) {
     let _ = warmup::parse_enroll(data, "example.com");
     let _ = webhooks::parse_create(data);
     let _ = webhooks::parse_update(data);
+    let _ = imports::parse_mbox(data);
 }

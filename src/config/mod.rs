@@ -332,6 +332,9 @@ pub fn env_name(key: &str) -> String {
     format!("EDGEMAIL_{}", key.replace('.', "_").to_ascii_uppercase())
 }
 
+/// Variables a command reads itself, not configuration (`edgemail import --imap`'s password).
+pub const COMMAND_VARIABLES: [&str; 1] = ["EDGEMAIL_IMPORT_PASSWORD"];
+
 /// Builds the configuration. `flags` are `(key, value)` pairs from the command line.
 pub fn load(
     file: Option<&Path>,
@@ -347,7 +350,7 @@ pub fn load(
         }
     }
     for (name, value) in env {
-        if !name.starts_with("EDGEMAIL_") {
+        if !name.starts_with("EDGEMAIL_") || COMMAND_VARIABLES.contains(&name.as_str()) {
             continue;
         }
         match all_keys().find(|(key, _)| env_name(key) == name) {

@@ -275,7 +275,9 @@ async fn read_body(
     let cfg = &app.config.http;
     let limit = body_limit(route, cfg.body_limit);
     let limit = if known { limit } else { limit.min(cfg.anonymous_body_limit) };
-    let json_only = !matches!(access, Access::Link | Access::Page) && !csv_body(&req, route)?;
+    let json_only = !matches!(access, Access::Link | Access::Page)
+        && !RAW_BODIES.contains(&route)
+        && !csv_body(&req, route)?;
     // A request without a body (most GETs) needs no timer: arming one per request costs about
     // a tenth of the read path's throughput.
     if req.body().is_end_stream() {
@@ -288,9 +290,15 @@ async fn read_body(
 
 /// Routes whose bodies may be larger than `http.body_limit`: the send API takes up to 10 MiB of
 /// attachments, which base64 in JSON makes about 14 MB.
-/// A CSV import takes up to 50,000 rows.
-const LARGE_BODIES: [(&str, usize); 2] =
-    [("/v1/send", 16 * 1024 * 1024), ("/v1/contacts/import", 16 * 1024 * 1024)];
+/// A CSV import takes up to 50,000 rows; an mbox upload to import up to 100 MB.
+const LARGE_BODIES: [(&str, usize); 3] = [
+    ("/v1/send", 16 * 1024 * 1024),
+    ("/v1/contacts/import", 16 * 1024 * 1024),
+    ("/v1/mailboxes/{address}/import", 100 * 1000 * 1000),
+];
+
+/// Routes whose bodies are not JSON (an mbox upload).
+const RAW_BODIES: [&str; 1] = ["/v1/mailboxes/{address}/import"];
 
 /// Routes that take CSV (`text/csv`) instead of JSON: any other declared type is a 415.
 const CSV_ROUTES: [&str; 1] = ["/v1/contacts/import"];

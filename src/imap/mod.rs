@@ -27,7 +27,7 @@
 //! - `idle`       IDLE
 //! - `message`    the bytes of a stored message, and the email an APPEND makes
 //! - `names`      folder names across IMAP: modified UTF-7 or UTF-8, the folder a name means
-//! - `utf7`       modified UTF-7 (RFC 3501 5.1.3)
+//! - `utf7`       modified UTF-7 (RFC 3501 5.1.3), from `mailmove`
 //! - `condstore`  mod-sequences and UID sets as CONDSTORE and QRESYNC responses carry them
 //! - `reply`      tagged completions, flags
 //! - `reader`     the command reader alone, for the fuzz target
@@ -57,7 +57,8 @@ mod structure;
 mod subject;
 mod thread;
 mod update;
-mod utf7;
+// The codec lives with the moving of mail (Maildir++ names use it too), below IMAP.
+use crate::mailmove::utf7;
 mod view;
 
 use std::sync::Arc;

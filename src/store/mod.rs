@@ -7,6 +7,7 @@
 //! - `backup`       consistent copies between commits, restores, integrity checks
 //! - `migrate`      the schema version stamp and the upgrade steps
 //! - `removal`      what goes with a domain or a mailbox
+//! - `imports`      what imports copied in: one key per message, marks of IMAP source folders
 //! - `folders`      the folders users make: names, codes, subscriptions; create, rename, delete
 //! - `imap_ops`     what IMAP sessions read and change: folders in UID order, APPEND, MOVE, EXPUNGE
 //! - `warmup`       warmup enrollments, and pruning warmup mail
@@ -83,6 +84,7 @@ mod groups;
 mod idempotency;
 mod imap;
 mod imap_ops;
+mod imports;
 mod inbound;
 mod junk;
 mod keys;
@@ -147,6 +149,7 @@ pub use groups::{GroupPatch, MailboxSelection, SenderGroup};
 pub use idempotency::{Claim, Claimant, StoredReply};
 pub use imap::{ImapEntry, ImapFolder, ImapMeta};
 pub use imap_ops::{SENT_COPY_WINDOW_MS, SentCopy};
+pub use imports::{ImportItem, Imported};
 pub use inbound::Prepared;
 pub use junk::{JunkCounts, JunkTotals, JunkTraining};
 pub use keys::{ApiKey, encode_hex};

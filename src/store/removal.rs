@@ -32,6 +32,7 @@ impl Wtx<'_> {
             self.remove_sieve(&mailbox.address)?;
             self.forget_junk(&mailbox.address)?;
             self.forget_senders(&mailbox.address)?;
+            self.forget_imports(&mailbox.address)?;
             removed.mailboxes += 1;
         }
         removed.contacts = self.remove_domain_contacts(name)?;
@@ -61,6 +62,7 @@ impl Wtx<'_> {
         self.remove_sieve(&address)?;
         self.forget_junk(&address)?;
         self.forget_senders(&address)?;
+        self.forget_imports(&address)?;
         self.remove_from_groups(domain, &address)?;
         self.remove_warmup(domain, local)?;
         Ok(())

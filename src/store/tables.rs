@@ -220,3 +220,8 @@ pub const DMARC_SEEN: TableDefinition<(&str, u64, &str), &[u8]> =
 /// (domain, receivedAt, report id) -> `TlsReport` (JSON): TLS-RPT reports received for a domain.
 pub const TLS_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
     TableDefinition::new("tls_reports");
+
+/// (mailbox address, source key) -> what an import already copied there: an email id under a
+/// message's key (`m:` Message-ID and date, `u:` source folder, UIDVALIDITY and UID), or a JSON
+/// mark of a source folder (`f:`, the last UID copied), so a second run copies only what is new.
+pub const IMPORTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("imports");

@@ -49,6 +49,10 @@ fn valid_body(method: &str, template: &str) -> Option<Value> {
         }
         ("PATCH", "/v1/aliases/{address}") => Some(json!({"targets": ["ada@example.org"]})),
         ("POST", "/v1/mailboxes/{address}/folders") => Some(json!({"name": "Probe"})),
+        // An mbox, not JSON: the probe's mailbox does not exist, so the body is never read.
+        ("POST", "/v1/mailboxes/{address}/import") => {
+            Some(json!("From a@b Mon Jan  5 10:00:00 2015\nSubject: probe\n\nprobe\n"))
+        }
         ("PUT", "/v1/mailboxes/{address}/sieve") => Some(json!({"script": "keep;"})),
         ("PUT", "/v1/mailboxes/{address}/vacation") => {
             Some(json!({"enabled": true, "subject": "Away", "text": "Back soon."}))

@@ -51,6 +51,7 @@ mod imap_search;
 mod imap_sent_copy;
 mod imap_sort;
 mod imaptest;
+mod import_export;
 mod inbound;
 mod inbound_dmarc;
 mod inbound_protection;

@@ -76,6 +76,12 @@ made = call("mailboxes.create_folder", 201, "MailboxFolder", address="ada",
 assert made.name == "Projects/2026" and made.total == 0, made
 call("mailboxes.rename_folder", 200, "MailboxFolder", address="ada", name="Projects/2026",
      body=body("FolderName", {"name": "Projects/2027"}))
+mbox = (b"From old@example.org Mon Jan  5 10:00:00 2015\nFrom: old@example.org\n"
+        b"Subject: moved\nMessage-ID: <moved-1@example.org>\n\nfrom the old host\n\n")
+types = importlib.import_module("edgemail_client.types")
+imported = call("mailboxes.import_mbox", 200, "ImportReport", address="ada", folder="Imported",
+                body=types.File(payload=__import__("io").BytesIO(mbox))).parsed
+assert (imported.imported, imported.skipped, imported.failed) == (1, 0, []), imported
 folders = call("mailboxes.list_folders", 200, "list[MailboxFolder]", address="ada").parsed
 assert [f.name for f in folders][-2:] == ["Projects", "Projects/2027"], folders
 call("mailboxes.delete_folder", 200, "FolderDeleted", address="ada", name="Projects")

@@ -82,7 +82,7 @@ fn apply(existing: Option<Contact>, given: &ContactUpsert, now: u64) -> Option<C
 
 /// What one chunk of an import did: counts, and the rows refused (row number, email, reason).
 #[derive(Debug, Default)]
-pub struct Imported {
+pub struct ContactsImported {
     pub created: usize,
     pub updated: usize,
     pub invalid: Vec<(usize, String, &'static str)>,
@@ -125,11 +125,11 @@ impl Wtx<'_> {
         &mut self,
         domain: &str,
         rows: &[(usize, ContactUpsert)],
-    ) -> Result<Imported> {
+    ) -> Result<ContactsImported> {
         if !self.domain_exists(domain)? {
             return Err(Error::not_found("domain"));
         }
-        let mut done = Imported::default();
+        let mut done = ContactsImported::default();
         let keys: Vec<String> = rows.iter().map(|(_, c)| c.email.to_ascii_lowercase()).collect();
         let (Some(first), Some(last)) = (keys.first(), keys.last()) else { return Ok(done) };
         let mut known: std::collections::HashMap<String, String> = Default::default();

@@ -133,7 +133,7 @@ pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use bodies::SentBody;
 pub use certificates::StoredCertificate;
-pub use contacts::{Contact, ContactUpsert, Imported, MAX_CONTACT_FIELDS};
+pub use contacts::{Contact, ContactUpsert, ContactsImported, MAX_CONTACT_FIELDS};
 pub use dmarc_seen::{DmarcGroup, DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 pub use domains::{DkimKey, Domain};
 pub use emails::{

@@ -273,10 +273,14 @@ mod tests {
         let to = ["agg@sender.example".to_owned()];
         let raw = message(&group(), 86_400, &to, 90_000_000).expect("built"); // ok: test
         let text = String::from_utf8_lossy(&raw);
-        assert!(text.contains(
-            "Subject: Report Domain: sender.example Submitter: alpha.test Report-ID: \
-             <86400.sender.example.alpha.test>"
-        ));
+        let parsed = mail_parser::MessageParser::default().parse(&raw).expect("parsed"); // ok: test
+        assert_eq!(
+            parsed.subject(),
+            Some(
+                "Report Domain: sender.example Submitter: alpha.test Report-ID: \
+                 <86400.sender.example.alpha.test>"
+            )
+        );
         assert!(text.contains("alpha.test!sender.example!86400!172799.xml.gz"));
         assert!(text.contains("Auto-Submitted: auto-generated"));
         let found = super::super::extract(&raw);

@@ -121,8 +121,8 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kv::{Backend, Key, ReadableTable, TableDefinition, Value, WriteTxn};
-use scan::{drain_domain, get_json, scan_domain, scan_index};
+use kv::{Backend, ReadableTable, WriteTxn};
+use scan::{Tables, drain_domain, get_json, scan_domain, scan_index};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -423,33 +423,6 @@ fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
 
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     Ok(serde_json::from_slice(bytes)?)
-}
-
-/// Reading tables through either transaction wrapper, so a lookup that both reads and writes need
-/// is written once, as a function of `&impl Tables`, behind a thin method on each wrapper.
-pub(super) trait Tables {
-    fn table<K: Key + 'static, V: Value + 'static>(
-        &self,
-        definition: TableDefinition<'_, K, V>,
-    ) -> Result<impl ReadableTable<K, V> + '_>;
-}
-
-impl Tables for Wtx<'_> {
-    fn table<K: Key + 'static, V: Value + 'static>(
-        &self,
-        definition: TableDefinition<'_, K, V>,
-    ) -> Result<impl ReadableTable<K, V> + '_> {
-        self.tx.open_table(definition)
-    }
-}
-
-impl Tables for Rtx {
-    fn table<K: Key + 'static, V: Value + 'static>(
-        &self,
-        definition: TableDefinition<'_, K, V>,
-    ) -> Result<impl ReadableTable<K, V> + '_> {
-        self.tx.open_table(definition)
-    }
 }
 
 #[cfg(test)]

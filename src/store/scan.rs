@@ -1,4 +1,5 @@
-//! Reads and removals over a domain's slice of a table, shared by the entity modules.
+//! Reads and removals over a domain's slice of a table, shared by the entity modules, and
+//! reading tables through either transaction (`Tables`).
 
 use std::ops::ControlFlow as Flow;
 
@@ -6,7 +7,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::Result;
 use super::kv::{self, Key, ReadableTable, TableDefinition, Value};
-use super::{Tables, decode};
+use super::{Rtx, Wtx, decode};
 
 /// A JSON array of stored documents joined as they are, for a listing of up to `limit`.
 pub(super) struct JsonPage {
@@ -116,4 +117,31 @@ where
         Ok(Flow::Continue(()))
     })?;
     Ok(out)
+}
+
+/// Reading tables through either transaction wrapper, so a lookup that both reads and writes need
+/// is written once, as a function of `&impl Tables`, behind a thin method on each wrapper.
+pub(crate) trait Tables {
+    fn table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_>;
+}
+
+impl Tables for Wtx<'_> {
+    fn table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        self.tx.open_table(definition)
+    }
+}
+
+impl Tables for Rtx {
+    fn table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        self.tx.open_table(definition)
+    }
 }

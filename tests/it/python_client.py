@@ -121,10 +121,10 @@ call("sender_groups.update_sender_group", 200, "SenderGroup", id=group.id,
      body=body("UpdateSenderGroup", {"name": "the team"}))
 
 # Sending (local delivery: bob is on this server), then the stored mail.
-sent = call("send.send_email", 200, "SendTransactionalResponse", body={
+sent = call("send.send_email", 200, "SendTransactionalResponse", body=body("SendRequest", {
     "from": f"ada@{domain}", "to": [f"bob@{domain}"], "subject": "Notes", "text": "Attached.",
     "attachments": [{"filename": "notes.txt", "content": "aGVsbG8sIGZpbGU="}],
-}).parsed
+})).parsed
 for _ in range(200):
     inbox = call("emails.list_emails", 200, "list[EmailSummary]", mailbox="bob", folder="inbox").parsed
     if inbox:

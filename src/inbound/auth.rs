@@ -16,7 +16,7 @@ use mail_auth::{
 };
 
 use super::dmarc::{self, Identifiers, Proof};
-use crate::store::DmarcSeen;
+use crate::store::{DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 
 /// What authentication proved about a message.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl Results {
     }
 }
 
-pub(super) fn spf_word(r: SpfResult) -> &'static str {
+fn spf_word(r: SpfResult) -> &'static str {
     match r {
         SpfResult::Pass => "pass",
         SpfResult::Fail => "fail",
@@ -85,7 +85,7 @@ fn dkim_word<'a>(mut results: impl Iterator<Item = &'a DkimResult>) -> &'static 
 }
 
 /// One signature's result, as Authentication-Results and DMARC reports spell it.
-pub(super) fn dkim_result_word(result: &DkimResult) -> &'static str {
+fn dkim_result_word(result: &DkimResult) -> &'static str {
     match result {
         DkimResult::Pass => "pass",
         DkimResult::Fail(_) => "fail",
@@ -235,7 +235,7 @@ pub async fn authenticate(
             dmarc_seen: dmarc.published.clone().map(|policy| {
                 let spf_domain = (mail_from_domain.as_str(), envelope.mail_from.is_empty());
                 let facts = (envelope.ip, envelope.mail_from, from_domain.as_str());
-                Box::new(super::dmarc_seen::seen(policy, &dmarc, &dkim, &spf, spf_domain, facts))
+                Box::new(seen(policy, &dmarc, &dkim, &spf, spf_domain, facts))
             }),
         };
         let header = AuthenticationResults::new(host)
@@ -288,6 +288,59 @@ pub fn local(raw: &[u8], sender_domain: &str, mail_from: &str, host: &str) -> (S
          \tdmarc={dmarc} header.from={from_domain}\r\n"
     );
     (header, verdict)
+}
+
+/// Signatures one row lists: a message may carry many, a report needs a few.
+const MAX_SIGNATURES: usize = 8;
+
+/// The report row of a message, its disposition still the one the policy asks for.
+/// `spf_domain`: the domain SPF checked, and whether it was the HELO name (null sender).
+/// `facts`: the client's address, the MAIL FROM and the From domain.
+fn seen(
+    policy: DmarcPolicy,
+    outcome: &dmarc::Outcome,
+    dkim: &[DkimOutput<'_>],
+    spf: &SpfOutput,
+    spf_domain: (&str, bool),
+    facts: (IpAddr, &str, &str),
+) -> DmarcSeen {
+    let (ip, mail_from, header_from) = facts;
+    let asks = match (outcome.result, outcome.policy) {
+        ("fail", Policy::Reject) => "reject",
+        ("fail", Policy::Quarantine) => "quarantine",
+        _ => "none",
+    };
+    let signatures = dkim
+        .iter()
+        .filter_map(|d| {
+            let signature = d.signature()?;
+            Some(SeenDkim {
+                domain: signature.d.to_ascii_lowercase(),
+                selector: signature.s.clone(),
+                result: dkim_result_word(d.result()).to_owned(),
+            })
+        })
+        .take(MAX_SIGNATURES)
+        .collect();
+    let scope = if spf_domain.1 { "helo" } else { "mfrom" };
+    DmarcSeen {
+        policy,
+        row: SeenRow {
+            source_ip: ip.to_string(),
+            header_from: header_from.to_owned(),
+            envelope_from: mail_from.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase(),
+            disposition: asks.to_owned(),
+            reason: None,
+            dkim_aligned: outcome.dkim_aligned,
+            spf_aligned: outcome.spf_aligned,
+            dkim: signatures,
+            spf: (
+                spf_domain.0.to_ascii_lowercase(),
+                scope.to_owned(),
+                spf_word(spf.result()).to_owned(),
+            ),
+        },
+    }
 }
 
 #[cfg(test)]

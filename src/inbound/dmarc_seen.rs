@@ -1,73 +1,14 @@
 //! Noting received mail for the DMARC aggregate reports we send (RFC 7489 section 7.2,
-//! `reports.dmarc_send`): what authentication found (`seen`, while it runs) and, once the
-//! disposition is decided, one count per hosted domain the message was for, in the current
+//! `reports.dmarc_send`): what authentication found (`auth::seen`, while it runs) and, once
+//! the disposition is decided, one count per hosted domain the message was for, in the current
 //! reporting period. Noting is best effort: a store error is logged and the message goes on,
 //! as a report is a sample, not a ledger.
 
-use std::net::IpAddr;
-
-use mail_auth::dmarc::Policy;
-use mail_auth::{DkimOutput, SpfOutput};
-
-use super::auth::{Verdict, dkim_result_word, spf_word};
+use super::auth::Verdict;
 use super::disposition::Disposition;
-use super::dmarc::Outcome;
 use super::{Envelope, Receiver};
 use crate::config::DmarcReject;
-use crate::store::{DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
-
-/// Signatures one row lists: a message may carry many, a report needs a few.
-const MAX_SIGNATURES: usize = 8;
-
-/// The report row of a message, its disposition still the one the policy asks for.
-/// `spf_domain`: the domain SPF checked, and whether it was the HELO name (null sender).
-/// `facts`: the client's address, the MAIL FROM and the From domain.
-pub(super) fn seen(
-    policy: DmarcPolicy,
-    outcome: &Outcome,
-    dkim: &[DkimOutput<'_>],
-    spf: &SpfOutput,
-    spf_domain: (&str, bool),
-    facts: (IpAddr, &str, &str),
-) -> DmarcSeen {
-    let (ip, mail_from, header_from) = facts;
-    let asks = match (outcome.result, outcome.policy) {
-        ("fail", Policy::Reject) => "reject",
-        ("fail", Policy::Quarantine) => "quarantine",
-        _ => "none",
-    };
-    let signatures = dkim
-        .iter()
-        .filter_map(|d| {
-            let signature = d.signature()?;
-            Some(SeenDkim {
-                domain: signature.d.to_ascii_lowercase(),
-                selector: signature.s.clone(),
-                result: dkim_result_word(d.result()).to_owned(),
-            })
-        })
-        .take(MAX_SIGNATURES)
-        .collect();
-    let scope = if spf_domain.1 { "helo" } else { "mfrom" };
-    DmarcSeen {
-        policy,
-        row: SeenRow {
-            source_ip: ip.to_string(),
-            header_from: header_from.to_owned(),
-            envelope_from: mail_from.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase(),
-            disposition: asks.to_owned(),
-            reason: None,
-            dkim_aligned: outcome.dkim_aligned,
-            spf_aligned: outcome.spf_aligned,
-            dkim: signatures,
-            spf: (
-                spf_domain.0.to_ascii_lowercase(),
-                scope.to_owned(),
-                spf_word(spf.result()).to_owned(),
-            ),
-        },
-    }
-}
+use crate::store::DmarcSeen;
 
 /// How harsh a disposition is, to tell a milder one than asked.
 fn weight(disposition: &str) -> u8 {

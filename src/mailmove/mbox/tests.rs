@@ -5,6 +5,7 @@ fn read_all(bytes: &[u8], limit: usize) -> Vec<MboxMessage> {
     let mut out = Vec::new();
     while let Some(m) = reader.next_message().expect("read") {
         // ok: test
+        // ok: test
         out.push(m);
     }
     out

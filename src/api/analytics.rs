@@ -160,8 +160,8 @@ fn variant_rows(s: &Sequence) -> Vec<VariantRow> {
     rows
 }
 
-/// `part / whole` as a fraction in 0..=1, 0 when nothing was sent.
-fn rate(part: u64, whole: u64) -> f64 {
+/// `part / whole` as a fraction in 0..=1, 0 when nothing was sent (or nobody enrolled).
+pub(super) fn rate(part: u64, whole: u64) -> f64 {
     if whole == 0 { 0.0 } else { (part as f64 / whole as f64).min(1.0) }
 }
 

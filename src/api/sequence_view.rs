@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::analytics::rate;
 use crate::store::{EnrollmentStats, SendingWindow, Sequence, Step, TrackingOptions};
 
 #[derive(Serialize)]
@@ -50,11 +51,6 @@ struct StepRow {
     clicked: u64,
     replied: u64,
     bounced: u64,
-}
-
-/// `part / whole` in 0..=1, 0 before anyone is enrolled.
-fn rate(part: u64, whole: u64) -> f64 {
-    if whole == 0 { 0.0 } else { (part as f64 / whole as f64).min(1.0) }
 }
 
 fn stats(s: &Sequence) -> Stats<'_> {

@@ -201,7 +201,7 @@ async fn serve_certificates(
     app: &App,
     router: &Arc<Router>,
     [https, challenges]: [Option<TcpListener>; 2],
-    shutdown: &Shutdown,
+    (node, shutdown): (&Arc<crate::cluster::Node>, &Shutdown),
 ) -> Result<(Option<tokio_rustls::TlsAcceptor>, Vec<tokio::task::JoinHandle<()>>)> {
     let loaded = {
         let state = app.clone();
@@ -230,8 +230,8 @@ async fn serve_certificates(
         );
         tasks.push(tokio::spawn(serve));
     }
-    let acme =
-        crate::certs::run(certs.clone(), app.store.clone(), app.config.clone(), shutdown.clone());
+    let (store, config) = (app.store.clone(), app.config.clone());
+    let acme = crate::certs::run(certs.clone(), store, config, node.clone(), shutdown.clone());
     tasks.push(tokio::spawn(acme));
     Ok((Some(tokio_rustls::TlsAcceptor::from(certs.server_config())), tasks))
 }
@@ -291,9 +291,13 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
             }
         })
     };
-    let (tls, secured) =
-        serve_certificates(&app, &router, [listeners.https, listeners.http_challenge], &shutdown)
-            .await?;
+    let (tls, secured) = serve_certificates(
+        &app,
+        &router,
+        [listeners.https, listeners.http_challenge],
+        (&node, &shutdown),
+    )
+    .await?;
     let smtp = tokio::spawn(crate::smtp::server::serve(
         listeners.smtp,
         Endpoint::MX,

@@ -4,7 +4,8 @@
 //! `autoconfig.` and `mta-sts.` names. A certificate is renewed two thirds into its lifetime;
 //! a failed order is tried again after `acme.retry_initial`, doubling up to `acme.retry_max`.
 //! Challenges: HTTP-01 when the `--http-challenge` listener runs, else TLS-ALPN-01 on
-//! `--https`.
+//! `--https`. On a shared store only the leading node orders, and every node serves what it
+//! orders and answers its challenges (`shared.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,7 +16,9 @@ use instant_acme::{
     NewOrder, OrderStatus, RetryPolicy,
 };
 
-use super::{Certs, Served, Source};
+use super::shared::{Answer, Follower, publish, served, withdraw};
+use super::{Certs, Source};
+use crate::cluster::Node;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::shutdown::Shutdown;
@@ -24,30 +27,17 @@ use crate::store::{Store, StoredCertificate};
 /// How often the groups are looked at again when nothing is due: hosted domains come and go,
 /// and another node may have renewed a certificate.
 const RECHECK: Duration = Duration::from_secs(60);
+/// On a shared store, how long the ordering node waits between putting up its answers and
+/// telling the CA they are ready: every node follows the store at least once a second.
+const FOLLOW_DELAY: Duration = Duration::from_secs(2);
 
-/// A stored certificate as the listeners serve it, unless it has expired or does not load.
-pub(super) fn served(group: &str, stored: &StoredCertificate) -> Option<Served> {
-    let now = crate::ids::now_ms() as i64;
-    let served = super::served_from_pem(
-        stored.chain_pem.as_bytes(),
-        stored.key_pem.as_bytes(),
-        Source::Acme,
-    );
-    match served {
-        Ok(s) if s.info.not_after > now => Some(s),
-        Ok(_) => None,
-        Err(e) => {
-            tracing::warn!(group, error = %e, "a stored ACME certificate does not load");
-            None
-        }
-    }
-}
-
-/// Orders and renews until `shutdown`, installing each new certificate in `certs`.
+/// Orders and renews until `shutdown`, installing each new certificate in `certs`. On a
+/// shared store only the leader orders; every node follows the store.
 pub async fn run(
     certs: Arc<Certs>,
     store: Arc<Store>,
     config: Arc<Config>,
+    node: Arc<Node>,
     mut shutdown: Shutdown,
 ) {
     let Some(directory) = config.acme.directory.clone() else { return };
@@ -56,28 +46,44 @@ pub async fn run(
         return;
     }
     let kind = match (config.acme.http_challenge_listen, config.http.tls_listen) {
-        (Some(_), _) => ChallengeType::Http01,
-        (None, Some(_)) => ChallengeType::TlsAlpn01,
+        (Some(_), _) => Some(ChallengeType::Http01),
+        (None, Some(_)) => Some(ChallengeType::TlsAlpn01),
         (None, None) => {
             tracing::warn!("ACME needs --http-challenge (HTTP-01) or --https (TLS-ALPN-01)");
-            return;
+            None
         }
     };
-    let mut account = None;
+    if kind.is_none() && !node.is_shared() {
+        return;
+    }
+    let share = node.is_shared().then_some(store.as_ref());
+    let (mut account, mut follower) = (None, Follower::default());
     let mut failures: HashMap<String, (u32, u64)> = HashMap::new();
+    let mut look_at = 0;
     loop {
-        let wait =
-            match round(&certs, &store, &config, (&directory, &kind), &mut account, &mut failures)
-                .await
-            {
-                Ok(wait) => wait,
-                Err(e) => {
-                    tracing::warn!(error = %e, "ACME: no certificates this round");
-                    config.acme.retry_initial
-                }
-            };
+        if let Some(store) = share
+            && let Err(e) = follower.look(&certs, store).await
+        {
+            tracing::warn!(error = %e, "ACME: the store's certificates were not read");
+        }
+        let mut wait = RECHECK;
+        if let Some(kind) = kind.as_ref().filter(|_| node.leads()) {
+            let now = crate::ids::now_ms();
+            if now >= look_at {
+                let ordering = (directory.as_str(), kind, share);
+                wait = round(&certs, &store, &config, ordering, &mut account, &mut failures)
+                    .await
+                    .unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "ACME: no certificates this round");
+                        config.acme.retry_initial
+                    });
+                look_at = now + wait.as_millis() as u64;
+            } else {
+                wait = Duration::from_millis(look_at - now);
+            }
+        }
         tokio::select! {
-            () = tokio::time::sleep(wait) => {}
+            () = tokio::time::sleep(node.poll(wait)) => {}
             () = shutdown.wait() => return,
         }
     }
@@ -89,7 +95,7 @@ async fn round(
     certs: &Certs,
     store: &Store,
     config: &Config,
-    (directory, kind): (&str, &ChallengeType),
+    (directory, kind, share): (&str, &ChallengeType, Option<&Store>),
     account: &mut Option<Account>,
     failures: &mut HashMap<String, (u32, u64)>,
 ) -> Result<Duration> {
@@ -113,7 +119,7 @@ async fn round(
             continue;
         }
         let obtained = match account_for(account, store, config, directory).await {
-            Ok(acct) => order(&acct, certs, &names, kind).await,
+            Ok(acct) => order(&acct, (certs, share), &names, kind).await,
             Err(e) => Err(e),
         };
         match obtained {
@@ -220,61 +226,88 @@ async fn account_for(
 }
 
 /// What a challenge in flight put up, taken down when the order ends however it ends.
-enum Posted {
-    Token(String),
-    Alpn(String),
+#[derive(Default)]
+struct Posted {
+    tokens: Vec<String>,
+    alpn: Vec<String>,
+    /// The ids of the answers put up in the shared store.
+    shared: Vec<String>,
 }
 
 /// One order: its challenges answered, then the certificate fetched.
 async fn order(
     account: &Account,
-    certs: &Certs,
+    (certs, share): (&Certs, Option<&Store>),
     names: &[String],
     kind: &ChallengeType,
 ) -> Result<StoredCertificate> {
-    let mut posted = Vec::new();
-    let result = order_posting(account, certs, names, kind, &mut posted).await;
-    for p in posted {
-        match p {
-            Posted::Token(t) => certs.set_token(&t, None),
-            Posted::Alpn(n) => certs.set_alpn_challenge(&n, None),
-        }
+    let mut posted = Posted::default();
+    let result = order_posting(account, (certs, share), names, kind, &mut posted).await;
+    posted.tokens.iter().for_each(|t| certs.set_token(t, None));
+    posted.alpn.iter().for_each(|n| certs.set_alpn_challenge(n, None));
+    if let Some(store) = share
+        && let Err(e) = withdraw(store, posted.shared).await
+    {
+        tracing::warn!(error = %e, "ACME: answers left in the store until they go stale");
     }
     result
 }
 
 async fn order_posting(
     account: &Account,
-    certs: &Certs,
+    (certs, share): (&Certs, Option<&Store>),
     names: &[String],
     kind: &ChallengeType,
-    posted: &mut Vec<Posted>,
+    posted: &mut Posted,
 ) -> Result<StoredCertificate> {
     let failed = |e: instant_acme::Error| Error::Unavailable(format!("ACME: {e}"));
     let ids: Vec<Identifier> = names.iter().map(|n| Identifier::Dns(n.clone())).collect();
     let mut order = account.new_order(&NewOrder::new(&ids)).await.map_err(failed)?;
-    let mut authorizations = order.authorizations();
-    while let Some(authz) = authorizations.next().await {
-        let mut authz = authz.map_err(failed)?;
-        match authz.status {
-            AuthorizationStatus::Pending => {}
-            AuthorizationStatus::Valid => continue,
-            other => return Err(Error::Unavailable(format!("ACME authorization {other:?}"))),
-        }
-        let mut challenge = authz
-            .challenge(kind.clone())
-            .ok_or_else(|| Error::Unavailable(format!("the CA offers no {kind:?} challenge")))?;
-        let authorization = challenge.key_authorization();
-        if *kind == ChallengeType::Http01 {
-            certs.set_token(&challenge.token, Some(authorization.as_str().to_owned()));
-            posted.push(Posted::Token(challenge.token.clone()));
-        } else {
+    // Two passes: every answer is put up (and, on a shared store, followed by every node)
+    // before the CA hears that any is ready, since it may validate at once and at any node.
+    for ready in [false, true] {
+        let mut authorizations = order.authorizations();
+        while let Some(authz) = authorizations.next().await {
+            let mut authz = authz.map_err(failed)?;
+            match authz.status {
+                AuthorizationStatus::Pending => {}
+                AuthorizationStatus::Valid => continue,
+                other => return Err(Error::Unavailable(format!("ACME authorization {other:?}"))),
+            }
+            let mut challenge = authz.challenge(kind.clone()).ok_or_else(|| {
+                Error::Unavailable(format!("the CA offers no {kind:?} challenge"))
+            })?;
+            if ready {
+                challenge.set_ready().await.map_err(failed)?;
+                continue;
+            }
+            let authorization = challenge.key_authorization();
             let name = challenge.identifier().to_string().to_ascii_lowercase();
-            let key = super::challenge::alpn_certificate(&name, authorization.digest().as_ref())?;
-            certs.set_alpn_challenge(&name, Some(key));
-            posted.push(Posted::Alpn(name));
+            let digest = authorization.digest();
+            let answer = if *kind == ChallengeType::Http01 {
+                Answer::Http01 { token: &challenge.token, authorization: authorization.as_str() }
+            } else {
+                Answer::Alpn { name: &name, digest: digest.as_ref() }
+            };
+            if let Some(store) = share {
+                posted.shared.push(publish(store, &answer).await?);
+            }
+            match answer {
+                Answer::Http01 { token, authorization } => {
+                    certs.set_token(token, Some(authorization.to_owned()));
+                    posted.tokens.push(token.to_owned());
+                }
+                Answer::Alpn { name, digest } => {
+                    let key = super::challenge::alpn_certificate(name, digest)?;
+                    certs.set_alpn_challenge(name, Some(key));
+                    posted.alpn.push(name.to_owned());
+                }
+            }
         }
-        challenge.set_ready().await.map_err(failed)?;
+        drop(authorizations);
+        if !ready && share.is_some() {
+            tokio::time::sleep(FOLLOW_DELAY).await;
+        }
     }
     let retries = RetryPolicy::new().timeout(Duration::from_secs(60));
     let status = order.poll_ready(&retries).await.map_err(failed)?;

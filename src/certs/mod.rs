@@ -11,6 +11,7 @@ mod acme;
 mod challenge;
 mod info;
 mod self_signed;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -93,7 +94,7 @@ impl Certs {
         };
         *self.fixed.write().unwrap_or_else(|p| p.into_inner()) = vec![fixed];
         let stored = store.read_blocking(|r| r.certificates())?;
-        self.install(stored.iter().filter_map(|(group, c)| acme::served(group, c)).collect());
+        self.install(stored.iter().filter_map(|(group, c)| shared::served(group, c)).collect());
         Ok(())
     }
 
@@ -156,6 +157,11 @@ impl Certs {
         };
     }
 
+    /// The challenge certificate of a TLS-ALPN-01 name in flight.
+    pub(crate) fn alpn_challenge(&self, name: &str) -> Option<Arc<CertifiedKey>> {
+        self.alpn.lock().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+    }
+
     pub(crate) fn set_token(&self, token: &str, authorization: Option<String>) {
         let mut tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
         match authorization {
@@ -213,8 +219,7 @@ impl ResolvesServerCert for Resolver {
             if !self.challenges {
                 return None;
             }
-            let alpn = self.certs.alpn.lock().unwrap_or_else(|p| p.into_inner());
-            return alpn.get(&name?.to_ascii_lowercase()).cloned();
+            return self.certs.alpn_challenge(&name?.to_ascii_lowercase());
         }
         self.certs.pick(name.as_deref())
     }

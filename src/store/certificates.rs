@@ -24,9 +24,25 @@ pub struct StoredCertificate {
     pub not_after: u64,
 }
 
-/// Keys of the one table: `account:<directory URL>` and `cert:<group>`.
+/// An ACME challenge answer in flight, put up by the node that orders so that every node
+/// sharing the store can answer the CA's validation, whichever node the CA reaches.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredChallenge {
+    /// HTTP-01: the token's key authorization. TLS-ALPN-01: the SHA-256 digest of the key
+    /// authorization, in hex (each node makes its own challenge certificate from it).
+    pub answer: String,
+    /// Unix ms after which it is stale: an order whose node died never takes it down.
+    pub expires: u64,
+}
+
+/// Keys of the one table: `account:<directory URL>`, `cert:<group>` and
+/// `challenge:<http01|alpn>:<token or name>`.
 const ACCOUNT: &str = "account:";
 const CERT: &str = "cert:";
+const CHALLENGE: &str = "challenge:";
+/// At most this many challenge rows are read: a CA asks for one per name of an order.
+const MAX_CHALLENGES: usize = 1000;
 
 impl Wtx<'_> {
     /// Keeps the credentials (JSON, with the private key) of the account on `directory`.
@@ -42,6 +58,44 @@ impl Wtx<'_> {
         let value = serde_json::to_vec(cert).map_err(super::Error::internal)?;
         self.tx.open_table(ACME)?.insert(key.as_str(), value.as_slice())?;
         Ok(())
+    }
+
+    /// Puts up (`Some`) or takes down (`None`) the answer of a challenge, by `id`
+    /// (`http01:<token>` or `alpn:<name>`).
+    pub fn set_acme_challenge(&mut self, id: &str, answer: Option<&StoredChallenge>) -> Result<()> {
+        let key = format!("{CHALLENGE}{id}");
+        let mut table = self.tx.open_table(ACME)?;
+        match answer {
+            Some(answer) => {
+                let value = serde_json::to_vec(answer).map_err(super::Error::internal)?;
+                table.insert(key.as_str(), value.as_slice())?;
+            }
+            None => {
+                table.remove(key.as_str())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes down the stale challenge answers (of orders whose node died); answers how many.
+    pub fn drop_stale_acme_challenges(&mut self, now_ms: u64) -> Result<usize> {
+        let mut table = self.tx.open_table(ACME)?;
+        let mut stale = Vec::new();
+        for entry in table.range(CHALLENGE..)?.take(MAX_CHALLENGES) {
+            let (key, value) = entry?;
+            if !key.value().starts_with(CHALLENGE) {
+                break;
+            }
+            let fresh = serde_json::from_slice::<StoredChallenge>(value.value())
+                .is_ok_and(|c| c.expires > now_ms);
+            if !fresh {
+                stale.push(key.value().to_owned());
+            }
+        }
+        for key in &stale {
+            table.remove(key.as_str())?;
+        }
+        Ok(stale.len())
     }
 }
 
@@ -65,6 +119,23 @@ impl Rtx {
             };
             if let Ok(cert) = serde_json::from_slice(value.value()) {
                 out.push((group, cert));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The challenge answers in flight by id, stale ones left out.
+    pub fn acme_challenges(&self, now_ms: u64) -> Result<Vec<(String, StoredChallenge)>> {
+        let table = self.tx.open_table(ACME)?;
+        let mut out = Vec::new();
+        for entry in table.range(CHALLENGE..)?.take(MAX_CHALLENGES) {
+            let (key, value) = entry?;
+            let Some(id) = key.value().strip_prefix(CHALLENGE).map(str::to_owned) else {
+                break;
+            };
+            match serde_json::from_slice::<StoredChallenge>(value.value()) {
+                Ok(c) if c.expires > now_ms => out.push((id, c)),
+                _ => {}
             }
         }
         Ok(out)

@@ -132,7 +132,7 @@ pub use attempts::Outcome;
 pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use bodies::SentBody;
-pub use certificates::StoredCertificate;
+pub use certificates::{StoredCertificate, StoredChallenge};
 pub use contacts::{Contact, ContactUpsert, ContactsImported, MAX_CONTACT_FIELDS};
 pub use dmarc_seen::{DmarcGroup, DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 pub use domains::{DkimKey, Domain};

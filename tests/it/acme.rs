@@ -38,7 +38,7 @@ fn start(domain: &str, args: &[&str], env: &[(&str, &str)]) -> (Server, String, 
 }
 
 /// The ACME certificates listed, once every name of `names` is covered by one (30 s at most).
-fn wait_acme(api: &Client, server: &Server, names: &[&str], newer_than: i64) -> Vec<Value> {
+pub fn wait_acme(api: &Client, server: &Server, names: &[&str], newer_than: i64) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let list = api.get("/v1/certificates").expect(200).json();
@@ -119,6 +119,7 @@ fn plain_get(port: u16, host: &str, path: &str) -> (u16, String) {
 #[test]
 fn http01_certificates_are_served_by_every_listener_and_renewed_live() {
     let pebble = Pebble::shared();
+    let _port = pebble.take_http_port();
     let names = ["mx.alpha.test", "mail.alpha.test", "autoconfig.alpha.test", "mta-sts.alpha.test"];
     pebble.resolve_here(&names);
     let challenge = format!("127.0.0.1:{}", pebble.http_port);
@@ -193,6 +194,7 @@ fn http01_certificates_are_served_by_every_listener_and_renewed_live() {
 #[test]
 fn tls_alpn01_certificates_are_served_over_https_and_imaps() {
     let pebble = Pebble::shared();
+    let _port = pebble.take_tls_port();
     let names = ["secure.beta.test", "imap.beta.test"];
     pebble.resolve_here(&names);
     // No --http-challenge: TLS-ALPN-01 on the HTTPS listener, which takes Pebble's tlsPort.

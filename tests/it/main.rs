@@ -16,6 +16,7 @@ mod webdriver;
 mod webhook_receiver;
 
 mod acme;
+mod acme_cluster;
 mod amplification;
 mod analytics;
 mod api_description;

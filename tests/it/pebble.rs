@@ -7,7 +7,7 @@
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::dns::Dns;
@@ -27,6 +27,9 @@ pub struct Pebble {
     /// The DNS server Pebble resolves names with; tests add the names they order.
     pub dns: Dns,
     management: SocketAddr,
+    /// Held by a test while one of its servers listens on `http_port` / `tls_port`.
+    http_taken: Mutex<()>,
+    tls_taken: Mutex<()>,
     _dir: TempDir,
 }
 
@@ -126,8 +129,21 @@ impl Pebble {
             tls_port,
             dns,
             management: SocketAddr::from((Ipv4Addr::LOCALHOST, management)),
+            http_taken: Mutex::new(()),
+            tls_taken: Mutex::new(()),
             _dir: dir,
         }
+    }
+
+    /// Waits until no other test listens on `http_port`, and keeps it so while held: the tests
+    /// of one binary run in parallel, and only one server can take the port.
+    pub fn take_http_port(&self) -> MutexGuard<'_, ()> {
+        self.http_taken.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The same for `tls_port`.
+    pub fn take_tls_port(&self) -> MutexGuard<'_, ()> {
+        self.tls_taken.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Makes `names` resolve to 127.0.0.1 for Pebble's validation.

@@ -113,19 +113,28 @@ impl Reports {
         let tls: Vec<(String, TlsReport)> = pair(&tls_to, tls);
         let id = crate::ids::new_id("rp");
         if !dmarc.is_empty() || !tls.is_empty() {
-            tracing::info!(dmarc = dmarc.len(), tls = tls.len(), "aggregate reports stored");
             let now = arrival.now;
-            self.store
-                .write(move |w| -> crate::store::Result<()> {
+            let (found, stored) = self
+                .store
+                .write(move |w| -> crate::store::Result<(usize, usize)> {
+                    let mut stored = 0;
                     for (i, (domain, r)) in dmarc.iter().enumerate() {
-                        w.add_dmarc_report(domain, &format!("{id}-{i}"), now, r)?;
+                        stored += usize::from(w.add_dmarc_report(
+                            domain,
+                            &format!("{id}-{i}"),
+                            now,
+                            r,
+                        )?);
                     }
                     for (i, (domain, r)) in tls.iter().enumerate() {
-                        w.add_tls_report(domain, &format!("{id}-t{i}"), now, r)?;
+                        stored +=
+                            usize::from(w.add_tls_report(domain, &format!("{id}-t{i}"), now, r)?);
                     }
-                    Ok(())
+                    Ok((dmarc.len() + tls.len(), stored))
                 })
                 .await?;
+            // A report seen before (the same reporter and id) is not counted twice.
+            tracing::info!(found, stored, duplicates = found - stored, "aggregate reports stored");
         }
         // The report addresses are system addresses: other recipients still get their copies.
         Ok((!others).then(|| crate::ids::new_id("em")))

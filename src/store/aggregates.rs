@@ -1,7 +1,8 @@
 //! Aggregate reports other mail systems send about a hosted domain: DMARC aggregate reports
 //! (RFC 7489 appendix C) and TLS-RPT reports (RFC 8460), as parsed when they arrived. Keyed
 //! `(domain, receivedAt, id)`, so the reports of the last N days are one range read; reports
-//! older than `KEEP_MS` go when a newer one of the domain is stored.
+//! older than `KEEP_MS` go when a newer one of the domain is stored. A report is known by its
+//! reporter and id (`REPORTS_SEEN`): a copy that arrives again within `KEEP_MS` is not stored.
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow as Flow;
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Result;
 use super::kv::{ReadableTable, TableDefinition};
-use super::tables::{DMARC_REPORTS, TLS_REPORTS};
+use super::tables::{DMARC_REPORTS, REPORTS_SEEN, TLS_REPORTS};
 use super::{Rtx, Tables, Wtx, decode, encode};
 
 /// How long a report is kept: the longest window the summaries offer (90 days).
@@ -76,27 +77,33 @@ pub struct TlsPolicy {
 
 type ReportTable = TableDefinition<'static, (&'static str, u64, &'static str), &'static [u8]>;
 
+/// Every key of `REPORTS_SEEN` starts with its kind (`dmarc` or `tls`): this bounds a domain's.
+const SEEN_END: &str = "\u{7f}";
+
 impl Wtx<'_> {
-    /// Stores a DMARC report for `domain`, and drops the domain's reports past `KEEP_MS`.
+    /// Stores a DMARC report for `domain` unless the same one (reporter, report id, policy
+    /// domain) already was; drops the domain's reports past `KEEP_MS`. Answers whether stored.
     pub fn add_dmarc_report(
         &mut self,
         domain: &str,
         id: &str,
         now: u64,
         r: &DmarcReport,
-    ) -> Result<()> {
-        self.add_report(DMARC_REPORTS, domain, id, now, &encode(r)?)
+    ) -> Result<bool> {
+        let seen = format!("dmarc\n{}\n{}\n{}", r.org, r.report_id, r.policy_domain);
+        self.add_report(DMARC_REPORTS, (domain, &seen), id, now, &encode(r)?)
     }
 
-    /// Stores a TLS-RPT report for `domain`, as `add_dmarc_report`.
+    /// Stores a TLS-RPT report for `domain`, as `add_dmarc_report` (known by reporter and id).
     pub fn add_tls_report(
         &mut self,
         domain: &str,
         id: &str,
         now: u64,
         r: &TlsReport,
-    ) -> Result<()> {
-        self.add_report(TLS_REPORTS, domain, id, now, &encode(r)?)
+    ) -> Result<bool> {
+        let seen = format!("tls\n{}\n{}", r.org, r.report_id);
+        self.add_report(TLS_REPORTS, (domain, &seen), id, now, &encode(r)?)
     }
 
     /// Drops every report `domain` received, when it is removed.
@@ -105,22 +112,32 @@ impl Wtx<'_> {
             let mut table = self.tx.open_table(def)?;
             table.retain_in((domain, 0, "")..=(domain, u64::MAX, ""), |_, _| false)?;
         }
+        let mut seen = self.tx.open_table(REPORTS_SEEN)?;
+        seen.retain_in((domain, "")..(domain, SEEN_END), |_, _| false)?;
         Ok(())
     }
 
     fn add_report(
         &mut self,
         def: ReportTable,
-        domain: &str,
+        (domain, seen): (&str, &str),
         id: &str,
         now: u64,
         doc: &[u8],
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        let cutoff = now.saturating_sub(KEEP_MS);
+        let mut known = self.tx.open_table(REPORTS_SEEN)?;
+        let first = known.get((domain, seen))?.map(|v| v.value());
+        if first.is_some_and(|at| at >= cutoff) {
+            return Ok(false);
+        }
+        known.insert((domain, seen), now)?;
+        known.retain_in((domain, "")..(domain, SEEN_END), |_, at| at >= cutoff)?;
+        drop(known);
         let mut table = self.tx.open_table(def)?;
         table.insert((domain, now, id), doc)?;
-        let cutoff = now.saturating_sub(KEEP_MS);
         table.retain_in((domain, 0, "")..(domain, cutoff, ""), |_, _| false)?;
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -217,6 +217,10 @@ pub const DMARC_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
 /// (`dmarc_seen`).
 pub const DMARC_SEEN: TableDefinition<(&str, u64, &str), &[u8]> =
     TableDefinition::new("dmarc_seen");
+/// (domain, kind "\n" reporting org "\n" its report id [ "\n" policy domain]) -> when
+/// (Unix ms) the first copy arrived: the same report sent again (a retry, or to two addresses
+/// of the domain) is counted once (`aggregates.rs`).
+pub const REPORTS_SEEN: TableDefinition<(&str, &str), u64> = TableDefinition::new("reports_seen");
 /// (domain, receivedAt, report id) -> `TlsReport` (JSON): TLS-RPT reports received for a domain.
 pub const TLS_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
     TableDefinition::new("tls_reports");

@@ -134,6 +134,11 @@ fn aggregate_reports_sent_to_the_mx_are_summed_and_bombs_refused() {
     // Anything else to those addresses is dropped, never filed.
     let chat = format!("From: ann@example.org\r\nTo: {dmarc_to}\r\nSubject: hello\r\n\r\nHi!\r\n");
     deliver(&w, &dmarc_to, &chat);
+    // The same reports sent again (a retry, packed another way) are counted once.
+    let again = gzip(GOOGLE.as_bytes());
+    let gz = "google.com!alpha.test!1764028800!1764115199.xml.gz";
+    deliver(&w, &dmarc_to, &with_attachment(&dmarc_to, "g1", "application/gzip", gz, &again));
+    deliver(&w, &tls_to, &with_attachment(&tls_to, "t1", "application/tlsrpt+gzip", name, &tls));
 
     let summary = api.get("/v1/dmarc-reports?days=7").expect(200).json();
     assert_eq!(summary["reports"], 2, "{summary}");

@@ -239,6 +239,23 @@ auto = call("clients.thunderbird_autoconfig", 200, None, via=raw_anonymous,
 assert b"<clientConfig" in auto.content, auto.content
 call("clients.thunderbird_autoconfig_well_known", 404, "Error", via=anonymous,
      emailaddress="ann@elsewhere.example")
+# Outlook's Autodiscover takes an XML body: sent raw (the generator makes no client for
+# text/xml bodies), its answer read as XML.
+request = (f'<?xml version="1.0" encoding="utf-8"?><Autodiscover xmlns="http://schemas.microsoft.com'
+           f'/exchange/autodiscover/outlook/requestschema/2006"><Request><EMailAddress>ada@{domain}'
+           '</EMailAddress><AcceptableResponseSchema>http://schemas.microsoft.com/exchange/'
+           'autodiscover/outlook/responseschema/2006a</AcceptableResponseSchema></Request>'
+           '</Autodiscover>')
+outlook = raw_anonymous.get_httpx_client().post(
+    "/autodiscover/autodiscover.xml", content=request.encode(), headers={"Content-Type": "text/xml"})
+assert outlook.status_code == 200, outlook.content
+# No IMAP or submission listener runs here, so the account names no protocol.
+assert b"responseschema/2006a" in outlook.content and b"<Account>" in outlook.content, outlook.content
+try:
+    importlib.import_module("edgemail_client.api.clients.autodiscover")
+    checked.append("clients.autodiscover")
+except ModuleNotFoundError:
+    pass
 # The Host header is this server's address, not mta-sts.<domain>: no policy.
 call("clients.mta_sts_policy", 404, "Error", via=anonymous)
 # No IMAP or submission listener runs here: no profile to give.

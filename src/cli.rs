@@ -50,6 +50,18 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Copy a whole store to the other backend: a data directory's file into an empty
+    /// PostgreSQL database (postgres://...), or back into an empty data directory. Every table
+    /// is then summed on both sides (entries and SHA-256) and must agree. Stop the server (every
+    /// node) first.
+    Migrate {
+        /// The store to copy: a data directory, or a postgres:// URL.
+        #[arg(long, value_name = "DIR|URL")]
+        from: String,
+        /// The empty store to copy into: a data directory, or a postgres:// URL.
+        #[arg(long, value_name = "DIR|URL")]
+        to: String,
+    },
     /// Check the integrity of the data file; exits non-zero when it is damaged.
     Check {
         #[command(flatten)]

@@ -32,7 +32,9 @@ pub enum Error {
     /// 413
     PayloadTooLarge(usize),
     /// 415
-    UnsupportedMediaType,
+    /// A body of a type the route does not take: the type it does take (`application/json`,
+    /// `text/csv`).
+    UnsupportedMediaType(&'static str),
     /// 408: the request body did not arrive within this time.
     RequestTimeout(std::time::Duration),
     /// 422 with the recipients that were refused.
@@ -77,7 +79,7 @@ impl fmt::Display for Error {
                 write!(f, "method not allowed; this path accepts {}", allow.join(", "))
             }
             Error::PayloadTooLarge(limit) => write!(f, "request body exceeds {limit} bytes"),
-            Error::UnsupportedMediaType => f.write_str("request body must be JSON"),
+            Error::UnsupportedMediaType(takes) => write!(f, "request body must be {takes}"),
             Error::RequestTimeout(limit) => {
                 write!(f, "the request body did not arrive within {}s", limit.as_secs_f32())
             }

@@ -78,7 +78,7 @@ pub async fn read(
         let essence = ct.split(';').next().unwrap_or("").trim();
         let json = essence == "application/json" || essence.ends_with("+json");
         if !json && !essence.is_empty() {
-            return Err(Error::UnsupportedMediaType);
+            return Err(Error::UnsupportedMediaType("application/json"));
         }
     }
     let declared = req

@@ -61,7 +61,12 @@ fn classify(error: &Error) -> (StatusCode, &'static str, &'static str) {
             "invalid_request",
             "send a smaller body; the limit is set by http.body_limit",
         ),
-        Error::UnsupportedMediaType => (
+        Error::UnsupportedMediaType("text/csv") => (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request",
+            "send the body as CSV with `Content-Type: text/csv`",
+        ),
+        Error::UnsupportedMediaType(_) => (
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "invalid_request",
             "send the body as JSON with `Content-Type: application/json`",

@@ -312,7 +312,7 @@ fn csv_body(req: &Request<Incoming>, route: &str) -> Result<bool> {
     let essence = ct.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     match essence.as_str() {
         "text/csv" | "application/csv" | "" => Ok(true),
-        _ => Err(Error::UnsupportedMediaType),
+        _ => Err(Error::UnsupportedMediaType("text/csv")),
     }
 }
 

@@ -5,6 +5,7 @@
 //! The sub-modules, top first: one uses (by `use`, or the methods they add to `Wtx`/`Rtx`) only
 //! those below it, as `layering.rs` checks; work above a module is started from above, not by it.
 //! - `backup`       consistent copies between commits, restores, integrity checks
+//! - `transfer`     a whole store copied to the other backend, proven by per-table sums
 //! - `migrate`      the schema version stamp and the upgrade steps
 //! - `removal`      what goes with a domain or a mailbox
 //! - `imports`      what imports copied in: one key per message, marks of IMAP source folders
@@ -113,6 +114,7 @@ mod suppressions;
 mod tables;
 mod tracking;
 mod trained;
+mod transfer;
 mod warmup;
 mod webhook_due;
 mod webhooks;
@@ -168,6 +170,7 @@ pub use stats::{DayCounts, day_of};
 pub use status::{DeliveryStatus, EnrollmentStatus, MessageStatus, SendType};
 pub use suppressions::Suppression;
 pub use tracking::Tracking;
+pub use transfer::TableSum;
 pub use warmup::Warmup;
 pub use webhook_due::DueWebhooks;
 pub use webhooks::{Webhook, WebhookPatch};

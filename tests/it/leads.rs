@@ -120,7 +120,9 @@ fn csv_import_reads_what_spreadsheets_write() {
         &[("Content-Type", "application/json")],
         Some(b"\"email\""),
     );
-    json_typed.expect_error(415, "invalid_request");
+    let err = json_typed.expect_error(415, "invalid_request");
+    let says = |field: &str, what: &str| err[field].as_str().is_some_and(|m| m.contains(what));
+    assert!(says("message", "text/csv") && says("hint", "text/csv"), "{err}");
     assert_eq!(by_email(&a).len(), 3);
     assert!(by_email(&w.beta()).is_empty());
 }

@@ -64,6 +64,7 @@ mod mail_world;
 mod mailboxes;
 mod managesieve_commands;
 mod metrics;
+mod migrate;
 mod mta_sts;
 mod openapi_examples;
 mod outreach;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use redb::{
     Builder, Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
-    TableDefinition, TableError, WriteTransaction,
+    TableDefinition, TableError, TableHandle, WriteTransaction,
 };
 
 use super::super::error::{Error, Result};
@@ -155,6 +155,18 @@ impl Redb {
     }
 
     /// The file itself, for what only redb can do: reading the typed tables of older layouts.
+    /// The names of the tables the file holds, in order.
+    pub fn table_names(&self) -> Result<Vec<String>> {
+        let tx = self.db.begin_read()?;
+        // Only the byte tables (`kv/` names): the rest are kept by redb for older layouts.
+        let mut names: Vec<String> = tx
+            .list_tables()?
+            .filter_map(|t| t.name().strip_prefix(PREFIX).map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     pub(in crate::store) fn database(&self) -> &Database {
         &self.db
     }

@@ -249,6 +249,14 @@ pub enum Db {
 }
 
 impl Db {
+    /// The names of the tables holding data, in order (a table redb keeps empty may be listed).
+    pub fn table_names(&self) -> Result<Vec<String>> {
+        match self {
+            Db::Redb(db) => db.table_names(),
+            Db::Postgres(db) => db.table_names(),
+        }
+    }
+
     /// The redb file, for what only it does (migrating older layouts, copying the file).
     pub fn redb(&self) -> Option<&Redb> {
         match self {

@@ -128,6 +128,13 @@ impl Postgres {
         wait(self.pool.get()).map_err(pool_error)
     }
 
+    /// The names of the tables that hold at least one entry, in order.
+    pub fn table_names(&self) -> Result<Vec<String>> {
+        let client = self.client()?;
+        let rows = wait(client.query("SELECT DISTINCT tbl FROM edgemail_kv ORDER BY tbl", &[]))?;
+        Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    }
+
     fn begin(&self, sql: &'static str) -> Result<Txn> {
         let state = State { begin: Some(sql), failed: None, pending: Pending::default() };
         Ok(Txn { client: Some(self.client()?), handle: self.handle.clone(), state: state.into() })

@@ -90,6 +90,7 @@ mod sequence_outbound;
 mod sequences;
 mod shaping;
 mod sieve;
+mod sieve_flags;
 mod sieve_routes;
 mod storage_faults;
 mod submission;

@@ -30,6 +30,8 @@ mod cli;
 mod cluster;
 mod contacts;
 mod dashboard;
+mod dashboard_filters;
+mod dashboard_https;
 mod dashboard_look;
 mod dashboard_mail;
 mod dist;

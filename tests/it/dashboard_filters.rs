@@ -45,6 +45,23 @@ fn vacation(b: &Browser, world: &MailWorld, base: &str) {
     b.click(&b.find("form[action$=\"/filters/vacation\"] button"));
     b.wait_until("the refused form", |b| b.source().contains("days is between 1 and 365"));
     assert_eq!(api.get("/v1/mailboxes/sales/vacation").expect(200).json()["days"], 3);
+    // Every form of the page carries the session's token; one without it changes nothing.
+    b.goto(&format!("{base}/ui/mailboxes/sales@{A}/filters"));
+    let forms = "return [...document.querySelectorAll('main form')]\
+                 .every(f => f.querySelector('input[name=csrf]').value.length > 20)";
+    assert_eq!(b.execute(forms, json!([])), true);
+    b.execute(
+        "document.querySelector('form[action$=\"/vacation\"] input[name=csrf]').value = 'x'",
+        json!([]),
+    );
+    b.click(&b.find("input[name=enabled]"));
+    b.click(&b.find("form[action$=\"/filters/vacation\"] button"));
+    b.wait_until("the refusal", |b| b.title().starts_with("Request refused"));
+    assert_eq!(api.get("/v1/mailboxes/sales/vacation").expect(200).json()["enabled"], true);
+    // Reading the console empties it: the 403 is the only error so far, and the one expected.
+    let logged = b.console();
+    let errors: Vec<_> = logged.iter().filter(|e| e["level"] == "SEVERE").collect();
+    assert!(errors.len() == 1 && errors[0]["message"].to_string().contains("403"), "{logged:?}");
 }
 
 fn scripts(b: &Browser, world: &MailWorld, base: &str) {

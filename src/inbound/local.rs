@@ -188,7 +188,7 @@ fn commit_of(routed: Routed, verdict: auth::Verdict, now: u64) -> Commit {
             super::file_replies(w, answered, &template, &group.copies, answer)?;
         }
         for (copy, mailbox, folder, flags) in &routed.flags {
-            w.imap_store_flags(mailbox, *folder, copy, flags.clone())?;
+            w.imap_deliver_flags(mailbox, *folder, copy, flags.clone(), now)?;
         }
         reports.clone().apply(w, now)?;
         for (email, raw) in &routed.outgoing {

@@ -417,7 +417,7 @@ impl Receiver {
                     file_replies(w, reply_of.as_deref(), &template, &group.copies, &answer)?;
                 }
                 for (copy, mailbox, folder, flags) in &flags {
-                    w.imap_store_flags(mailbox, *folder, copy, flags.clone())?;
+                    w.imap_deliver_flags(mailbox, *folder, copy, flags.clone(), now)?;
                 }
                 reports.apply(w, now)?;
                 // In the same write as the copies: a message is forwarded if and only if stored.

@@ -65,6 +65,26 @@ impl Wtx<'_> {
         self.imap_claim_recent(mailbox, folder.code(), upto)
     }
 
+    /// Sets the flags a message is delivered with (Sieve's imap4flags). A folder no client has
+    /// opened yet has no UID state, and flags are kept only beside a UID: the state is made
+    /// first, as SELECT would make it, so the flags are not dropped. False when the message is
+    /// not in that folder.
+    pub fn imap_deliver_flags(
+        &mut self,
+        mailbox: &str,
+        folder: Folder,
+        id: &str,
+        flags: Vec<String>,
+        now: u64,
+    ) -> Result<bool> {
+        match self.imap_open(mailbox, folder, now) {
+            Ok(_) => self.imap_put_flags(mailbox, folder.code(), id, flags),
+            // A user folder deleted since delivery chose it: the message is not there either.
+            Err(Error::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Sets a message's flags; false when it is not in that folder.
     pub fn imap_store_flags(
         &mut self,

@@ -87,6 +87,7 @@ pub async fn show(ctx: Ctx) -> Result<Reply> {
     let again = refill(&user.id, &format!("{base}/passwords"), &["name"]);
     let body = html! {
         p { "Mail clients log in as " code { (address) } " with an app password." }
+        p { a href={ (base) "/filters" } { "Filters: vacation reply and Sieve scripts" } }
         h2 { "App passwords" }
         table {
             thead { tr { th { "Name" } th { "Created" } th { "Actions" } } }

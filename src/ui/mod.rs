@@ -14,6 +14,7 @@ mod chart;
 mod compose;
 mod contacts;
 mod domain;
+mod filters;
 mod login;
 mod mail;
 mod mailboxes;
@@ -58,6 +59,23 @@ pub fn routes() -> Vec<Route> {
             post.clone(),
             "/ui/mailboxes/{address}/passwords/{id}/delete",
             handler!(mailboxes::delete_password),
+        ),
+        r(get.clone(), "/ui/mailboxes/{address}/filters", handler!(filters::page_of)),
+        r(
+            post.clone(),
+            "/ui/mailboxes/{address}/filters/vacation",
+            handler!(filters::save_vacation),
+        ),
+        r(post.clone(), "/ui/mailboxes/{address}/filters/scripts", handler!(filters::save_script)),
+        r(
+            post.clone(),
+            "/ui/mailboxes/{address}/filters/scripts/{name}/activate",
+            handler!(filters::activate),
+        ),
+        r(
+            post.clone(),
+            "/ui/mailboxes/{address}/filters/scripts/{name}/delete",
+            handler!(filters::delete),
         ),
         r(get.clone(), "/ui/mail", handler!(mail::list)),
         r(get.clone(), "/ui/mail/{id}", handler!(mail::show)),

@@ -19,12 +19,18 @@ use crate::smtp_client::send_one;
 /// inflated would be a thousand times this.
 const BOMB_GROWTH_MAX: u64 = 160 * 1024 * 1024;
 
-const GOOGLE: &str = include_str!("reports/google.xml");
+pub(crate) const GOOGLE: &str = include_str!("reports/google.xml");
 const MICROSOFT: &str = include_str!("reports/microsoft.xml");
 const TLSRPT: &str = include_str!("reports/tlsrpt.json");
 
 /// A message to `to` with `data` attached as `name` (`ctype`), base64 in 76-column lines.
-fn with_attachment(to: &str, subject: &str, ctype: &str, name: &str, data: &[u8]) -> String {
+pub(crate) fn with_attachment(
+    to: &str,
+    subject: &str,
+    ctype: &str,
+    name: &str,
+    data: &[u8],
+) -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(data);
     let lines: Vec<&str> = b64
         .as_bytes()
@@ -42,7 +48,7 @@ fn with_attachment(to: &str, subject: &str, ctype: &str, name: &str, data: &[u8]
     )
 }
 
-fn gzip(data: &[u8]) -> Vec<u8> {
+pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(data).expect("gzip"); // ok: test
     e.finish().expect("gzip") // ok: test

@@ -257,14 +257,18 @@ impl FolderWalk<'_> {
             match self.session.next().await? {
                 Event::DataReceived { data: Data::Fetch { items, .. } } => {
                     self.pace.step().await;
-                    if let Some(message) = self.message(validity, items) {
-                        if self.tx.send(Item::Message(message)).await.is_err() {
-                            return Ok(());
-                        }
+                    let message = self.message(validity, items);
+                    // A closed queue: the importer stopped, and reports why.
+                    if let Some(message) = message
+                        && self.tx.send(Item::Message(message)).await.is_err()
+                    {
+                        return Ok(());
                     }
                 }
                 Event::StatusReceived { status } => {
-                    if super::imap::tagged(status, &tag)?.is_some() {
+                    // Untagged statuses (an ALERT, say) pass; our batch's OK moves the mark.
+                    let ended = super::imap::tagged(status, &tag)?.is_some();
+                    if ended {
                         flight.pop_front();
                         let value = format!("{validity} {top}").into_bytes();
                         let _ = self.tx.send(Item::Mark { key: self.mark.clone(), value }).await;

@@ -72,6 +72,12 @@ impl Command {
     }
 }
 
+/// A line of progress the server sends before its answer.
+#[derive(Debug, Serialize, Deserialize)]
+struct Progress {
+    progress: crate::mailmove::progress::Tick,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Answer {
     ok: bool,
@@ -84,12 +90,14 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
 
 /// Runs a command against an open store and returns what to print.
 /// `bound`: the ports of the mail client listeners (the configured ones when no server runs),
-/// for the SRV records of the zone `domain add` prints.
+/// for the SRV records of the zone `domain add` prints. `progress`: where an import's progress
+/// goes.
 pub fn execute(
     store: &Store,
     command: Command,
     config: &crate::config::Config,
     bound: crate::hosting::Bound,
+    progress: Option<crate::mailmove::progress::Sink>,
 ) -> Result<String> {
     match command {
         Command::DomainAdd { name } => {
@@ -122,7 +130,7 @@ pub fn execute(
         }
         Command::Import { mailbox, source } => {
             let quota = config.mailbox.quota_bytes;
-            Ok(crate::mailmove::import(store, &mailbox, quota, &source)?.describe())
+            Ok(crate::mailmove::import(store, &mailbox, quota, &source, progress)?.describe())
         }
         Command::Export { mailbox, mbox, maildir } => {
             use crate::mailmove::export::{Target, export};
@@ -215,11 +223,24 @@ pub fn send(socket: &Path, command: &Command) -> Result<Option<String>> {
     let mut line = serde_json::to_vec(command).map_err(Error::internal)?;
     line.push(b'\n');
     stream.write_all(&line)?;
-    let mut reply = String::new();
-    BufReader::new(stream).read_line(&mut reply)?;
-    let answer: Answer = serde_json::from_str(&reply)
-        .map_err(|e| Error::internal(format!("unreadable answer from the server: {e}")))?;
-    if answer.ok { Ok(Some(answer.output)) } else { Err(Error::Unavailable(answer.output)) }
+    let mut reader = BufReader::new(stream);
+    let mut terminal = crate::mailmove::progress::Terminal::default();
+    loop {
+        let mut reply = String::new();
+        reader.read_line(&mut reply)?;
+        // An import's progress comes as lines before the answer.
+        if let Ok(Progress { progress }) = serde_json::from_str::<Progress>(&reply) {
+            terminal.show(&progress);
+            continue;
+        }
+        let answer: Answer = serde_json::from_str(&reply)
+            .map_err(|e| Error::internal(format!("unreadable answer from the server: {e}")))?;
+        return if answer.ok {
+            Ok(Some(answer.output))
+        } else {
+            Err(Error::Unavailable(answer.output))
+        };
+    }
 }
 
 /// Serves the admin socket until shutdown. `after` runs after each command that changed keys.
@@ -256,17 +277,32 @@ async fn answer(stream: tokio::net::UnixStream, app: crate::state::App) -> Resul
     let outcome = match serde_json::from_str::<Command>(&line) {
         Ok(command) => {
             tracing::info!(?command, "admin command");
-            tokio::task::spawn_blocking(move || {
+            // Progress lines go out while the command runs (a tick a second at most).
+            let (ticks, mut sent) = tokio::sync::mpsc::unbounded_channel();
+            let sink: crate::mailmove::progress::Sink = Box::new(move |progress| {
+                let _ = ticks.send(progress);
+            });
+            let mut job = tokio::task::spawn_blocking(move || {
                 let refresh = command.changes_keys();
                 let bound = app.bound.get().copied().unwrap_or_default();
-                let out = execute(&app.store, command, &app.config, bound);
+                let out = execute(&app.store, command, &app.config, bound, Some(sink));
                 if refresh && out.is_ok() {
                     app.keys.reload(&app.store)?;
                 }
                 out
-            })
-            .await
-            .map_err(Error::internal)?
+            });
+            loop {
+                tokio::select! {
+                    done = &mut job => break done.map_err(Error::internal)?,
+                    Some(progress) = sent.recv() => {
+                        let mut bytes = serde_json::to_vec(&Progress { progress })
+                            .map_err(Error::internal)?;
+                        bytes.push(b'\n');
+                        // A client gone away does not stop the command.
+                        let _ = write.write_all(&bytes).await;
+                    }
+                }
+            }
         }
         Err(e) => Err(Error::invalid(format!("unknown admin command: {e}"), "")),
     };

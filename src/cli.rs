@@ -86,10 +86,10 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
-    /// Copy mail into a hosted mailbox from an mbox file or a Maildir: every
-    /// folder, flags, keywords and internal dates; a second run copies only what is new (also
-    /// while `serve` runs: the running server imports).
-    #[command(group(clap::ArgGroup::new("source").required(true).args(["mbox", "maildir"])))]
+    /// Copy mail into a hosted mailbox from an mbox file, a Maildir or a running IMAP server:
+    /// every folder, flags, keywords and internal dates; a second run copies only what is new
+    /// (also while `serve` runs: the running server imports).
+    #[command(group(clap::ArgGroup::new("source").required(true).args(["mbox", "maildir", "imap"])))]
     Import {
         /// The mailbox to import into.
         #[arg(long, value_name = "ADDR")]
@@ -100,6 +100,23 @@ pub enum Command {
         /// A Maildir (Maildir++ subfolders included).
         #[arg(long, value_name = "DIR")]
         maildir: Option<PathBuf>,
+        /// An IMAP server: imaps://user@host:port/ (or imap:// with STARTTLS); the password
+        /// comes from --password-file or EDGEMAIL_IMPORT_PASSWORD, never the command line.
+        #[arg(long, value_name = "URL")]
+        imap: Option<String>,
+        /// A file whose first line is the IMAP password.
+        #[arg(long, value_name = "FILE", requires = "imap")]
+        password_file: Option<PathBuf>,
+        /// Accept any certificate from the IMAP server (a test server's).
+        #[arg(long, requires = "imap")]
+        insecure: bool,
+        /// Trust the root certificates in this PEM file (besides the web's) for the IMAP server.
+        #[arg(long, value_name = "FILE", requires = "imap")]
+        ca: Option<PathBuf>,
+        /// Fetch at most this many messages a second from the IMAP server (default: as fast
+        /// as one connection goes).
+        #[arg(long, value_name = "N", requires = "imap")]
+        rate: Option<u32>,
         #[command(flatten)]
         common: Common,
     },

@@ -51,12 +51,36 @@ fn main() -> ExitCode {
         }
         Command::Restore { from, force, common } => restore(&common, &from, force),
         Command::Migrate { from, to } => migrate(&from, &to),
-        Command::Import { mailbox, mbox, maildir, common } => {
+        Command::Import {
+            mailbox,
+            mbox,
+            maildir,
+            imap,
+            password_file,
+            insecure,
+            ca,
+            rate,
+            common,
+        } => {
+            use edgemail::mailmove::Source;
             let absolute = |p: std::path::PathBuf| std::path::absolute(&p).unwrap_or(p);
-            let source = match (mbox, maildir) {
-                (Some(path), _) => edgemail::mailmove::Source::Mbox { path: absolute(path) },
-                (None, Some(path)) => edgemail::mailmove::Source::Maildir { path: absolute(path) },
-                (None, None) => return fail("pass --mbox or --maildir"),
+            let source = match (mbox, maildir, imap) {
+                (Some(path), _, _) => Source::Mbox { path: absolute(path) },
+                (None, Some(path), _) => Source::Maildir { path: absolute(path) },
+                (None, None, Some(url)) => {
+                    let password = match import_password(password_file.as_deref()) {
+                        Ok(password) => password,
+                        Err(message) => return fail(&message),
+                    };
+                    Source::Imap(edgemail::mailmove::imap::ImapSource {
+                        url,
+                        password: edgemail::mailmove::imap::Password(password),
+                        insecure,
+                        ca: ca.map(absolute),
+                        rate,
+                    })
+                }
+                (None, None, None) => return fail("pass --mbox, --maildir or --imap"),
             };
             on_existing_store(&common, Admin::Import { mailbox, source })
         }
@@ -69,6 +93,17 @@ fn main() -> ExitCode {
             )
         }
     }
+}
+
+/// The IMAP source's password: the first line of `file`, else `EDGEMAIL_IMPORT_PASSWORD`.
+fn import_password(file: Option<&std::path::Path>) -> Result<String, String> {
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        return Ok(text.lines().next().unwrap_or("").to_owned());
+    }
+    std::env::var("EDGEMAIL_IMPORT_PASSWORD").map_err(|_| {
+        "the IMAP password: pass --password-file FILE or set EDGEMAIL_IMPORT_PASSWORD".to_owned()
+    })
 }
 
 fn fail(message: &str) -> ExitCode {
@@ -224,7 +259,10 @@ fn administer(common: &Common, command: Admin) -> ExitCode {
             .map_err(Error::from)
             .and_then(|store| {
                 let bound = edgemail::hosting::Bound::configured(&config);
-                let out = admin::execute(&store, command, &config, bound);
+                let mut terminal = edgemail::mailmove::progress::Terminal::default();
+                let progress: edgemail::mailmove::progress::Sink =
+                    Box::new(move |tick| terminal.show(&tick));
+                let out = admin::execute(&store, command, &config, bound, Some(progress));
                 store.close();
                 out
             }),

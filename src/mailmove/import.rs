@@ -111,6 +111,7 @@ pub struct Importer {
     pending: Vec<(usize, String, ImportItem)>,
     pending_bytes: usize,
     report: Report,
+    meter: super::progress::Meter,
 }
 
 impl Importer {
@@ -131,7 +132,18 @@ impl Importer {
             pending: Vec::new(),
             pending_bytes: 0,
             report: Report::default(),
+            meter: super::progress::Meter::new(None),
         })
+    }
+
+    /// Hands the progress of each folder to `sink` as messages are offered.
+    pub fn set_progress(&mut self, sink: super::progress::Sink) {
+        self.meter = super::progress::Meter::new(Some(sink));
+    }
+
+    /// Says how many messages `folder` will offer, for the progress shown.
+    pub fn expect(&mut self, folder: &str, total: u64) {
+        self.meter.folder(folder, total);
     }
 
     /// The mailbox imported into.
@@ -147,6 +159,7 @@ impl Importer {
     /// Takes one message: `index` is its position in the source, for the report.
     pub fn offer(&mut self, index: usize, message: Incoming) -> Result<()> {
         let name = message.folder.clone();
+        self.meter.step(&name);
         if message.raw.len() > super::MAX_MESSAGE {
             let reason = format!(
                 "message of {} bytes is over the import limit of {} bytes",
@@ -183,6 +196,7 @@ impl Importer {
 
     /// Records a message the source could not give (unreadable, over the limit).
     pub fn fail(&mut self, index: usize, folder: &str, reason: String) -> Result<()> {
+        self.meter.step(folder);
         self.report.fail(index, folder, reason);
         Ok(())
     }
@@ -204,6 +218,7 @@ impl Importer {
     /// Writes what is pending and hands over the report.
     pub fn finish(mut self) -> Result<Report> {
         self.flush()?;
+        self.meter.end();
         Ok(self.report)
     }
 

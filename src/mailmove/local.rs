@@ -64,7 +64,9 @@ pub fn import_maildir(importer: &mut Importer, root: &Path) -> Result<()> {
     for folder in folders {
         // Every folder is made, also one without messages.
         let _made = importer.folder(&folder.name)?;
-        for file in maildir::files(&folder)? {
+        let files = maildir::files(&folder)?;
+        importer.expect(&folder.name, files.len() as u64);
+        for file in files {
             let at = index;
             index += 1;
             if file.size > super::MAX_MESSAGE as u64 {

@@ -17,16 +17,22 @@
 //! - `local`    importing an mbox (a file or an upload) and a Maildir tree
 //! - `mbox`     reading and writing mboxrd (From-line dates, `>From ` quoting, status headers)
 //! - `maildir`  reading Maildir++ (cur/new, flags in names, `.Sub.Folder`, dovecot-keywords)
+//! - `imap`     an IMAP source: its URL, TLS trust, a client session (imap-next's client)
+//! - `imap_fetch` importing every folder of an IMAP source, in pipelined UID batches
+//! - `progress` the count per folder an import shows on the terminal
 //! - `export`   writing every folder of a mailbox to an mbox file or a Maildir
 //! - `flags`    IMAP flags in Maildir letters and mbox status headers
 //! - `utf7`     modified UTF-7 (RFC 3501 5.1.3): IMAP's and Maildir++'s non-ASCII folder names
 
 pub mod export;
 pub mod flags;
+pub mod imap;
+pub mod imap_fetch;
 pub mod import;
 pub mod local;
 pub mod maildir;
 pub mod mbox;
+pub mod progress;
 pub mod utf7;
 
 pub use import::{Importer, Incoming, Report};
@@ -39,6 +45,7 @@ use serde::{Deserialize, Serialize};
 pub enum Source {
     Mbox { path: std::path::PathBuf },
     Maildir { path: std::path::PathBuf },
+    Imap(imap::ImapSource),
 }
 
 /// Imports everything `source` holds into `mailbox`; `quota`: the server's default quota.
@@ -47,8 +54,12 @@ pub fn import(
     mailbox: &str,
     quota: u64,
     source: &Source,
+    progress: Option<progress::Sink>,
 ) -> crate::error::Result<Report> {
     let mut importer = Importer::new(store, mailbox, quota)?;
+    if let Some(sink) = progress {
+        importer.set_progress(sink);
+    }
     match source {
         Source::Mbox { path } => {
             let file = std::fs::File::open(path).map_err(|e| {
@@ -57,6 +68,7 @@ pub fn import(
             local::import_mbox(&mut importer, std::io::BufReader::new(file), None)?;
         }
         Source::Maildir { path } => local::import_maildir(&mut importer, path)?,
+        Source::Imap(imap) => imap_fetch::import_imap(&mut importer, imap)?,
     }
     importer.finish()
 }

@@ -55,6 +55,7 @@ mod imap_sent_copy;
 mod imap_sort;
 mod imaptest;
 mod import_export;
+mod import_imap;
 mod inbound;
 mod inbound_dmarc;
 mod inbound_protection;

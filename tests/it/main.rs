@@ -32,6 +32,7 @@ mod contacts;
 mod dashboard;
 mod dashboard_look;
 mod dashboard_mail;
+mod dashboard_outreach;
 mod dist;
 mod downloads;
 mod durability;

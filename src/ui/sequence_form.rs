@@ -155,7 +155,7 @@ pub fn slots_of(sequence: &Value) -> Vec<Slot> {
         }
         let mut slot = Slot { unit: "days".into(), ..Slot::default() };
         if wait_ms > 0 {
-            let (n, unit) = if wait_ms % DAY_MS == 0 {
+            let (n, unit) = if wait_ms.is_multiple_of(DAY_MS) {
                 (wait_ms / DAY_MS, "days")
             } else {
                 (wait_ms.div_ceil(HOUR_MS), "hours")

@@ -291,9 +291,11 @@ async fn read_body(
 /// Routes whose bodies may be larger than `http.body_limit`: the send API takes up to 10 MiB of
 /// attachments, which base64 in JSON makes about 14 MB.
 /// A CSV import takes up to 50,000 rows; an mbox upload to import up to 100 MB.
-const LARGE_BODIES: [(&str, usize); 3] = [
+/// The dashboard's import form carries the same file in a multipart form (a few parts more).
+const LARGE_BODIES: [(&str, usize); 4] = [
     ("/v1/send", 16 * 1024 * 1024),
     ("/v1/contacts/import", 16 * 1024 * 1024),
+    ("/ui/contacts/import", 16 * 1024 * 1024 + 64 * 1024),
     ("/v1/mailboxes/{address}/import", 100 * 1000 * 1000),
 ];
 

@@ -39,6 +39,12 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// A body that is not JSON (a CSV file), as the handler reads it.
+    pub fn raw(mut self, body: Bytes) -> Self {
+        self.body = body;
+        self
+    }
+
     /// Runs the handler; answers its JSON body.
     pub async fn run(self, handler: Handler) -> Result<Value> {
         Ok(self.run_page(handler).await?.0)

@@ -24,6 +24,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         or_page!(call.run_page(handler!(contacts::list)).await, &user, "/ui/contacts");
     let again = refill(&user.id, "/ui/contacts", &["email", "name"]);
     let body = html! {
+        p { a href="/ui/contacts/import" { "Import contacts from a CSV file" } }
         table {
             thead { tr { th { "Email" } th { "Name" } th { "Updated" } th { "Actions" } } }
             tbody {

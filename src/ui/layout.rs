@@ -15,7 +15,7 @@ const PAGE_CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self' dat
      frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The navigation: path and label of every page.
-pub const NAV: [(&str, &str); 10] = [
+pub const NAV: [(&str, &str); 11] = [
     ("/ui/overview", "Overview"),
     ("/ui/domain", "Domain"),
     ("/ui/mailboxes", "Mailboxes"),
@@ -23,6 +23,7 @@ pub const NAV: [(&str, &str); 10] = [
     ("/ui/compose", "Compose"),
     ("/ui/contacts", "Contacts"),
     ("/ui/sequences", "Sequences"),
+    ("/ui/replies", "Replies"),
     ("/ui/suppressions", "Suppressions"),
     ("/ui/webhooks", "Webhooks"),
     ("/ui/outbox", "Outbox"),

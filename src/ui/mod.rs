@@ -15,12 +15,18 @@ mod compose;
 mod contacts;
 mod domain;
 mod filters;
+mod import;
 mod login;
 mod mail;
 mod mailboxes;
+mod multipart;
 mod outbox;
 mod overview;
+mod replies;
 mod senders;
+mod sequence_builder;
+mod sequence_form;
+mod sequence_page;
 mod sequences;
 mod suppressions;
 mod webhooks;
@@ -87,6 +93,21 @@ pub fn routes() -> Vec<Route> {
         r(post.clone(), "/ui/contacts/{id}/delete", handler!(contacts::delete)),
         r(get.clone(), "/ui/sequences", handler!(sequences::list)),
         r(post.clone(), "/ui/sequences/{id}/status", handler!(sequences::status)),
+        r(get.clone(), "/ui/sequences/new", handler!(sequence_builder::new)),
+        r(post.clone(), "/ui/sequences", handler!(sequence_builder::create)),
+        r(get.clone(), "/ui/sequences/{id}", handler!(sequence_page::show)),
+        r(get.clone(), "/ui/sequences/{id}/edit", handler!(sequence_builder::edit)),
+        r(post.clone(), "/ui/sequences/{id}", handler!(sequence_builder::update)),
+        r(
+            post.clone(),
+            "/ui/sequences/{id}/enrollments/{enrollmentId}/label",
+            handler!(sequence_page::label),
+        ),
+        r(get.clone(), "/ui/replies", handler!(replies::list)),
+        r(get.clone(), "/ui/replies/{id}", handler!(replies::show)),
+        r(post.clone(), "/ui/replies/{id}", handler!(replies::answer)),
+        r(get.clone(), "/ui/contacts/import", handler!(import::form)),
+        r(post.clone(), "/ui/contacts/import", handler!(import::upload)),
         r(get.clone(), "/ui/suppressions", handler!(suppressions::list)),
         r(post.clone(), "/ui/suppressions", handler!(suppressions::add)),
         r(post.clone(), "/ui/suppressions/delete", handler!(suppressions::delete)),

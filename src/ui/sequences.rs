@@ -21,6 +21,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
         "/ui/sequences"
     );
     let body = html! {
+        p { a href="/ui/sequences/new" { "New sequence" } }
         table {
             thead {
                 tr {
@@ -34,7 +35,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
                     @let status = field(s, "status");
                     @let name = field(s, "name");
                     tr {
-                        td { (name) }
+                        td { a href={ "/ui/sequences/" (enc(&field(s, "id"))) } { (name) } }
                         td { (field(s, "from")) }
                         td { (status) }
                         td { (field(s, "stepCount")) }
@@ -53,7 +54,7 @@ pub async fn list(ctx: Ctx) -> Result<Reply> {
                 }
             }
         }
-        @if items(&found).is_empty() { p.muted { "No sequences yet; create them with POST /v1/sequences." } }
+        @if items(&found).is_empty() { p.muted { "No sequences yet." } }
     };
     Ok(page(&user, "/ui/sequences", "Sequences", body))
 }

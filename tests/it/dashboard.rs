@@ -13,7 +13,7 @@ use crate::harness::{A, World, cli};
 use crate::webdriver::{Browser, ENTER, TAB};
 
 /// Every page of the navigation: path and the heading it shows.
-pub(crate) const PAGES: [(&str, &str); 10] = [
+pub(crate) const PAGES: [(&str, &str); 11] = [
     ("/ui/overview", "Overview"),
     ("/ui/domain", "Domain"),
     ("/ui/mailboxes", "Mailboxes"),
@@ -21,6 +21,7 @@ pub(crate) const PAGES: [(&str, &str); 10] = [
     ("/ui/compose", "Compose"),
     ("/ui/contacts", "Contacts"),
     ("/ui/sequences", "Sequences"),
+    ("/ui/replies", "Replies"),
     ("/ui/suppressions", "Suppressions"),
     ("/ui/webhooks", "Webhooks"),
     ("/ui/outbox", "Outbox"),

@@ -35,6 +35,7 @@ mod dashboard_filters;
 mod dashboard_https;
 mod dashboard_look;
 mod dashboard_mail;
+mod dashboard_outreach;
 mod dist;
 mod downloads;
 mod durability;

@@ -304,7 +304,6 @@ async fn order_posting(
                 }
             }
         }
-        drop(authorizations);
         if !ready && share.is_some() {
             tokio::time::sleep(FOLLOW_DELAY).await;
         }

@@ -29,8 +29,9 @@ need python3 python3 python3-venv
 # Pebble, Let's Encrypt's ACME test server (tests/it/acme.rs).
 need pebble pebble
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
-# imaptest (Dovecot's IMAP compliance suite, tests/it/imaptest.rs) builds against libdovecot.
-for pkg in dovecot-core dovecot-dev autoconf automake libtool pkg-config make gcc libssl-dev \
+# imaptest (Dovecot's IMAP compliance suite, tests/it/imaptest.rs) builds against libdovecot;
+# Dovecot's IMAP server is the old provider of tests/it/import_imap.rs.
+for pkg in dovecot-core dovecot-dev dovecot-imapd autoconf automake libtool pkg-config make gcc libssl-dev \
   zlib1g-dev python3-dkim; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done

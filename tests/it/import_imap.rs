@@ -5,7 +5,8 @@
 //! old internal dates and a 20 MB message. `edgemail import --imap` copies it; the mailbox is
 //! exported to a Maildir which a second Dovecot user reads; the two users' views over IMAP
 //! (fetched by Python's imaplib, not our client) must be the same folders, bytes, flags and
-//! internal dates. A second import copies 0 messages; after two new ones arrive, exactly 2.
+//! internal dates, and so must what our own IMAP server serves of the imported mailbox. A second
+//! import copies 0 messages; after two new ones arrive, exactly 2.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -113,13 +114,18 @@ impl Dovecot {
     }
 
     fn view(&self, user: &str, password: &str) -> View {
-        let out = Command::new("python3")
-            .args(["-c", VIEW_PY, &self.port.to_string(), user, password])
-            .output()
-            .expect("python3"); // ok: test
-        assert!(out.status.success(), "view: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("view json") // ok: test
+        view(self.port, user, password)
     }
+}
+
+/// What Python's imaplib sees of `user` on the IMAPS server at `port`.
+fn view(port: u16, user: &str, password: &str) -> View {
+    let out = Command::new("python3")
+        .args(["-c", VIEW_PY, &port.to_string(), user, password])
+        .output()
+        .expect("python3"); // ok: test
+    assert!(out.status.success(), "view: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("view json") // ok: test
 }
 
 fn set_mode(path: &Path, mode: u32) {
@@ -213,6 +219,7 @@ fn dovecot_is_imported_and_reads_our_export_with_the_same_view() {
     let seed_store = Seed::open(&data);
     seed_store.domain(A);
     seed_store.mailbox(A, "old");
+    let key = seed_store.key(Some(A));
     seed_store.close();
     let dove = dir.0.join("dovecot");
     std::fs::create_dir_all(&dove).expect("dovecot dir"); // ok: test
@@ -222,7 +229,7 @@ fn dovecot_is_imported_and_reads_our_export_with_the_same_view() {
     let password = dir.0.join("password");
     std::fs::write(&password, "pw-old\n").expect("password"); // ok: test
     let p = password.to_str().expect("utf-8"); // ok: test
-    let _server = Server::start(&data);
+    let server = Server::start_with(&data, &["--imaps", "127.0.0.1:0"], &[]);
 
     let out = import(d, p, dovecot.port);
     assert!(out.contains("total: 8 imported, 0 skipped, 0 failed"), "{out}");
@@ -257,4 +264,17 @@ fn dovecot_is_imported_and_reads_our_export_with_the_same_view() {
     assert_eq!(theirs.values().map(Vec::len).sum::<usize>(), 10);
     assert!(theirs["Arbeit.&AMQ-rger"].iter().any(|m| m.1 >= 20 << 20));
     assert!(theirs["INBOX"].iter().any(|m| m.2.contains(&"$Work".to_owned())), "{theirs:?}");
+
+    // And our own IMAP server shows the same: folders (levels joined by `/` here), bytes, flags
+    // and internal dates.
+    let made = server
+        .client(Some(&key))
+        .post("/v1/mailboxes/old/passwords", serde_json::json!({"name": "check"}));
+    let password = made.expect(201).json()["password"].as_str().map(str::to_owned);
+    let imaps = server.listener("imaps").expect("imaps= on the start line").port(); // ok: test
+    let served = view(imaps, &format!("old@{A}"), &password.expect("a password")); // ok: test
+    for (name, messages) in &theirs {
+        let here = name.replace('.', "/");
+        assert_eq!(served.get(&here), Some(messages), "folder {here}: served {:?}", served.keys());
+    }
 }

@@ -231,7 +231,10 @@ async fn serve_certificates(
         tasks.push(tokio::spawn(serve));
     }
     let (store, config) = (app.store.clone(), app.config.clone());
-    let acme = crate::certs::run(certs.clone(), store, config, node.clone(), shutdown.clone());
+    let leader = node.clone();
+    let role =
+        crate::certs::Role { shared: node.is_shared(), leads: Box::new(move || leader.leads()) };
+    let acme = crate::certs::run(certs.clone(), store, config, role, shutdown.clone());
     tasks.push(tokio::spawn(acme));
     Ok((Some(tokio_rustls::TlsAcceptor::from(certs.server_config())), tasks))
 }

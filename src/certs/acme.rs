@@ -18,7 +18,6 @@ use instant_acme::{
 
 use super::shared::{Answer, Follower, publish, served, withdraw};
 use super::{Certs, Source};
-use crate::cluster::Node;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::shutdown::Shutdown;
@@ -31,13 +30,29 @@ const RECHECK: Duration = Duration::from_secs(60);
 /// telling the CA they are ready: every node follows the store at least once a second.
 const FOLLOW_DELAY: Duration = Duration::from_secs(2);
 
+/// This node among the nodes sharing the store, as the cluster (above on the map) tells it.
+pub struct Role {
+    /// Whether other nodes may share the store.
+    pub shared: bool,
+    /// Whether this node leads now: only the leader orders.
+    pub leads: Box<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl Role {
+    /// On a shared store, what another node stored wakes nobody here: look at least every
+    /// second.
+    fn poll(&self, wait: Duration) -> Duration {
+        if self.shared { wait.min(Duration::from_secs(1)) } else { wait }
+    }
+}
+
 /// Orders and renews until `shutdown`, installing each new certificate in `certs`. On a
 /// shared store only the leader orders; every node follows the store.
 pub async fn run(
     certs: Arc<Certs>,
     store: Arc<Store>,
     config: Arc<Config>,
-    node: Arc<Node>,
+    role: Role,
     mut shutdown: Shutdown,
 ) {
     let Some(directory) = config.acme.directory.clone() else { return };
@@ -53,10 +68,10 @@ pub async fn run(
             None
         }
     };
-    if kind.is_none() && !node.is_shared() {
+    if kind.is_none() && !role.shared {
         return;
     }
-    let share = node.is_shared().then_some(store.as_ref());
+    let share = role.shared.then_some(store.as_ref());
     let (mut account, mut follower) = (None, Follower::default());
     let mut failures: HashMap<String, (u32, u64)> = HashMap::new();
     let mut look_at = 0;
@@ -67,7 +82,7 @@ pub async fn run(
             tracing::warn!(error = %e, "ACME: the store's certificates were not read");
         }
         let mut wait = RECHECK;
-        if let Some(kind) = kind.as_ref().filter(|_| node.leads()) {
+        if let Some(kind) = kind.as_ref().filter(|_| (role.leads)()) {
             let now = crate::ids::now_ms();
             if now >= look_at {
                 let ordering = (directory.as_str(), kind, share);
@@ -83,7 +98,7 @@ pub async fn run(
             }
         }
         tokio::select! {
-            () = tokio::time::sleep(node.poll(wait)) => {}
+            () = tokio::time::sleep(role.poll(wait)) => {}
             () = shutdown.wait() => return,
         }
     }

@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-pub use acme::run;
+pub use acme::{Role, run};
 pub use challenge::serve_http_challenges;
 pub use info::Info;
 

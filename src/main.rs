@@ -228,6 +228,7 @@ fn store_options(config: &Config) -> store::Options {
         cache_size: config.cache_size,
         url: config.cluster.store_url.clone(),
         connections: config.cluster.connections,
+        node: Some(config.cluster.node.clone()),
     }
 }
 

@@ -76,6 +76,7 @@ pub struct Metrics {
     store_writable: Gauge,
     store_faults: Counter,
     store_retries: Counter,
+    store_round_trips: Counter,
     smtp_sessions: Counter,
     tls_handshakes: Family<Result, Counter>,
     dns_lookups: Family<Result, Counter>,
@@ -120,6 +121,7 @@ impl Metrics {
             store_writable: Gauge::default(),
             store_faults: Counter::default(),
             store_retries: Counter::default(),
+            store_round_trips: Counter::default(),
             smtp_sessions: Counter::default(),
             tls_handshakes: results(&OK_FAILED),
             dns_lookups: results(&OK_FAILED),
@@ -189,6 +191,11 @@ impl Metrics {
             format!("{p}store_retries"),
             "Group commits run again after a concurrent transaction (another node) won",
             self.store_retries.clone(),
+        );
+        r.register(
+            format!("{p}store_round_trips"),
+            "Exchanges with PostgreSQL: statements sent together, and their answers awaited",
+            self.store_round_trips.clone(),
         );
         r.register(
             format!("{p}smtp_sessions"),
@@ -276,6 +283,11 @@ pub fn store_commit(took: Duration) {
 /// A group commit lost a race on a shared store and runs again.
 pub fn store_retry() {
     METRICS.store_retries.inc();
+}
+
+/// One exchange with a shared store's server (PostgreSQL).
+pub fn store_round_trip() {
+    METRICS.store_round_trips.inc();
 }
 
 /// The store turned degraded (`false`) or takes writes again (`true`).

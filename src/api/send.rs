@@ -332,7 +332,7 @@ async fn commit(ctx: &Ctx, queued: Queued, due: u64) -> Result<()> {
     let body = body.map(|b| (new_id("body"), b));
     ctx.app
         .store
-        .write(move |w| -> Result<()> {
+        .write_snapshot(move |w| -> Result<()> {
             if let Some(batch) = &batch {
                 w.create_batch(batch)?;
             }

@@ -113,7 +113,7 @@ impl Hits {
                     let mut pending = lock(&self.pending);
                     pending.drain().map(|(id, (o, c))| (id, o, c)).collect()
                 };
-                if let Err(e) = store.write(move |w| w.add_engagement(&batch)).await {
+                if let Err(e) = store.write_snapshot(move |w| w.add_engagement(&batch)).await {
                     tracing::warn!(error = %e, "repeated opens and clicks were not counted");
                 }
             });
@@ -144,7 +144,12 @@ async fn count(ctx: &Ctx, id: &str, url: Option<&str>) {
     }
     let (owned, url) = (id.to_owned(), url.map(str::to_owned));
     let at = now_ms();
-    match ctx.app.store.write(move |w| w.record_engagement(&owned, url.as_deref(), at)).await {
+    match ctx
+        .app
+        .store
+        .write_snapshot(move |w| w.record_engagement(&owned, url.as_deref(), at))
+        .await
+    {
         // A message deleted since it was sent still gets its pixel; the count is simply lost.
         Ok(()) | Err(crate::store::Error::NotFound(_)) => hits.remember(click, id),
         Err(e) => tracing::warn!(error = %e, "an open or click was not counted"),

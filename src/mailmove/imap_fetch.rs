@@ -83,11 +83,11 @@ pub fn import_imap(importer: &mut Importer, source: &ImapSource) -> Result<()> {
         match item {
             Item::Folder { name, mark, reply } => {
                 let _made = importer.folder(&name)?;
-                importer.expect(&name, 0);
+                importer.announce(&name, 0);
                 // The session waits for this answer; if it is gone, the join below says why.
                 let _ = reply.send(importer.read_mark(&mark)?);
             }
-            Item::Expect { name, total } => importer.expect(&name, total),
+            Item::Expect { name, total } => importer.announce(&name, total),
             Item::Message(message) => {
                 importer.offer(index, message)?;
                 index += 1;

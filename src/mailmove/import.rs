@@ -142,7 +142,7 @@ impl Importer {
     }
 
     /// Says how many messages `folder` will offer, for the progress shown.
-    pub fn expect(&mut self, folder: &str, total: u64) {
+    pub fn announce(&mut self, folder: &str, total: u64) {
         self.meter.folder(folder, total);
     }
 

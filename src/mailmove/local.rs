@@ -65,7 +65,7 @@ pub fn import_maildir(importer: &mut Importer, root: &Path) -> Result<()> {
         // Every folder is made, also one without messages.
         let _made = importer.folder(&folder.name)?;
         let files = maildir::files(&folder)?;
-        importer.expect(&folder.name, files.len() as u64);
+        importer.announce(&folder.name, files.len() as u64);
         for file in files {
             let at = index;
             index += 1;

@@ -4,6 +4,7 @@
 //! message's pending recipients, then commits every outcome in one write; until that commit the
 //! queue entry stays, so a crash redelivers at most the messages that were in flight.
 
+mod claim;
 pub mod client;
 pub mod compose;
 mod error;
@@ -30,6 +31,7 @@ use crate::shutdown::Shutdown;
 use crate::store::{Email, Outcome, Store};
 use crate::tracking::Tokens;
 use crate::wake::Wake;
+use claim::{LEASE_LOST, claim};
 use client::Pool;
 pub use error::{Error, Result};
 
@@ -347,7 +349,7 @@ async fn finish(
 ) -> Result<()> {
     use crate::store::JobError;
     let outcomes = Arc::new(outcomes);
-    let mut held = false;
+    let (mut held, mut tries) = (false, 0u32);
     let node = app.node.is_shared().then(|| app.node.name().to_owned());
     loop {
         let (email, held_outcomes, local) = (id.to_owned(), outcomes.clone(), local.clone());
@@ -366,13 +368,22 @@ async fn finish(
             }
             Ok(w.finish_attempt(&email, due, &held_outcomes, retry_at)?)
         };
-        match app.store.write(commit).await {
-            Err(e) if e.is_disk() => {
+        match app.store.write_snapshot(commit).await {
+            Err(e)
+                if e.is_disk()
+                    || (e.is_transient() && app.store.is_open() && tries < retry::HOLD_TRIES) =>
+            {
                 if !held {
-                    tracing::warn!(email = id, error = %e, "delivery outcome held until the store takes writes");
+                    tracing::warn!(email = id, error = %e, "delivery outcome held until the store takes it");
                     held = true;
                 }
-                tokio::time::sleep(STORE_RECHECK).await;
+                // The receivers have the message: what failed is recording that, and sending
+                // it again would deliver it twice. A lost race is tried again soon, a disk or
+                // a store out of reach once a second.
+                tries += 1;
+                let pause =
+                    if e.is_contention() { retry::held_pause(tries) } else { STORE_RECHECK };
+                tokio::time::sleep(pause).await;
             }
             Err(crate::error::Error::Conflict(m)) if m == LEASE_LOST => {
                 // Another node counted this one dead and took the message over: what this
@@ -407,35 +418,4 @@ fn retry_delay(app: &Deps, email: &Email) -> Duration {
     let attempts = email.deliveries.iter().map(|d| d.attempts).max().unwrap_or(0) + 1;
     let d = &app.delivery;
     retry::delay(attempts, d.retry_initial, d.retry_max_interval, rand::random::<f64>())
-}
-
-const LEASE_LOST: &str = "this node's claim on the message lapsed";
-
-/// How long a message another node claimed is left alone before the scan looks at it again.
-const ELSEWHERE: Duration = Duration::from_secs(1);
-
-/// Claims a due message for this node; false when it is gone or another live node has it.
-async fn claim(app: &Deps, due: u64, id: &str) -> Result<bool> {
-    let (node, owned) = (app.node.name().to_owned(), id.to_owned());
-    let margin = app.node.claim_margin();
-    let mine = app.store.write(move |w| w.claim(due, &owned, &node, now_ms(), margin)).await?;
-    if !mine {
-        let again = std::time::Instant::now() + ELSEWHERE;
-        lock(&app.queue.elsewhere).insert(id.to_owned(), again);
-    }
-    Ok(mine)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl Queue {
-    /// The messages other nodes claimed that the scan still leaves alone (forgetting the rest).
-    fn claimed_elsewhere(&self) -> HashSet<String> {
-        let now = std::time::Instant::now();
-        let mut elsewhere = lock(&self.elsewhere);
-        elsewhere.retain(|_, until| *until > now);
-        elsewhere.keys().cloned().collect()
-    }
 }

@@ -12,6 +12,18 @@ pub fn delay(attempt: u32, initial: Duration, max_interval: Duration, jitter: f6
     nominal.mul_f64(factor)
 }
 
+/// How many times an attempt's outcome is committed again after a fault that passes (a lost
+/// race, a store out of reach) before it is given up and the message is tried again (at least
+/// once): about ten minutes of a store out of reach.
+pub const HOLD_TRIES: u32 = 600;
+
+/// The pause before committing a held outcome again after lost race number `tries`: random,
+/// so that racers do not meet again in step, and growing to about a second.
+pub fn held_pause(tries: u32) -> Duration {
+    let ceiling = 10u64 << tries.min(7);
+    Duration::from_millis(5 + rand::random::<u64>() % ceiling)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,6 +86,14 @@ impl Error {
         }
     }
 
+    /// See `JobError::is_transient`.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Contention(_) | Error::Aborted(_) | Error::Storage(_) | Error::Unavailable(_)
+        )
+    }
+
     /// Whether the disk is at fault (full, failing), so that a retry once it recovers can
     /// succeed: the store degrades, and callers answer "try later".
     pub fn is_disk(&self) -> bool {
@@ -147,6 +155,11 @@ pub trait JobError: From<Error> {
     fn is_disk(&self) -> bool;
     /// Whether a concurrent transaction won: the work is run again in a new transaction.
     fn is_contention(&self) -> bool;
+    /// Whether the write did not commit for a reason that passes: a race lost more often than
+    /// the writer retries, a batch another job's fault aborted, or a shared store out of reach
+    /// for a moment (a COMMIT whose answer was lost may have committed: work run again must
+    /// find that out, as the queue's claim check does).
+    fn is_transient(&self) -> bool;
 }
 
 impl JobError for Error {
@@ -160,6 +173,10 @@ impl JobError for Error {
 
     fn is_contention(&self) -> bool {
         Error::is_contention(self)
+    }
+
+    fn is_transient(&self) -> bool {
+        Error::is_transient(self)
     }
 }
 
@@ -198,6 +215,15 @@ impl JobError for crate::error::Error {
             crate::error::Error::Storage(e) => {
                 e.downcast_ref::<Error>().is_some_and(Error::is_contention)
             }
+            _ => false,
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        use crate::error::Error as Api;
+        match self {
+            Api::Storage(e) => e.downcast_ref::<Error>().is_some_and(Error::is_transient),
+            Api::Unavailable(_) => true,
             _ => false,
         }
     }

@@ -154,10 +154,17 @@ pub struct Options {
     pub url: Option<String>,
     /// Connections to that database, at most.
     pub connections: usize,
+    /// This node's name (`cluster.node`), naming its counter shards on a shared store.
+    pub node: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { cache_size: crate::config::DEFAULT_CACHE_SIZE, url: None, connections: 16 }
+        Options {
+            cache_size: crate::config::DEFAULT_CACHE_SIZE,
+            url: None,
+            connections: 16,
+            node: None,
+        }
     }
 }

@@ -57,6 +57,7 @@
 //! - `senders`      each mailbox's history with its correspondents, evidence for the spam filter
 //! - `scan`         reads and removals over a domain's slice of a table
 //! - `tables`       every table and its key layout
+//! - `writes`       writes handed to the group commit, and the wake-ups once they committed
 //! - `writer`       the group-commit thread, and the probe of a degraded store
 //! - `file`         the open database file, reopened after a disk fault, and whether it takes writes
 //! - `kv`           the storage backend: ordered byte tables in transactions, typed tables above them
@@ -119,6 +120,7 @@ mod warmup;
 mod webhook_due;
 mod webhooks;
 mod writer;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -189,6 +191,8 @@ pub struct Store {
     events: crate::wake::Wake,
     /// Woken after a write that changed a folder IMAP shows has committed.
     mail: crate::wake::Broadcast,
+    /// See `Wtx::shard`.
+    shard: Option<Arc<str>>,
 }
 
 /// A write transaction shared with the other jobs of its group commit.
@@ -198,6 +202,9 @@ pub struct Wtx<'a> {
     emitted: bool,
     /// Whether this write changed what IMAP sessions show: they are woken once it commits.
     imap_changed: bool,
+    /// This node's name on a shared store, where each node counts into counters of its own
+    /// (`quota`, `stats`): writers on several nodes then never meet on a counter.
+    shard: Option<&'a str>,
 }
 
 /// A consistent snapshot for reading.
@@ -220,6 +227,7 @@ impl Store {
 
     pub fn open_with(dir: &Path, options: Options) -> Result<Store> {
         let path = dir.join(DB_FILE);
+        let shard = options.url.as_ref().and(options.node.as_deref()).map(Arc::from);
         let file = match &options.url {
             Some(url) => Arc::new(file::File::connect(url, dir, options.connections)?),
             None => {
@@ -245,7 +253,13 @@ impl Store {
             path,
             events: crate::wake::Wake::default(),
             mail: crate::wake::Broadcast::default(),
+            shard,
         })
+    }
+
+    /// Whether the store still takes writes at all (false once it was closed for shutdown).
+    pub fn is_open(&self) -> bool {
+        !self.writer.is_closed()
     }
 
     /// Whether writes are accepted now: false while the disk is full or failing (writes are
@@ -272,71 +286,6 @@ impl Store {
     /// Woken whenever a folder IMAP shows changes (IDLE waits on it).
     pub(crate) fn mail_changes(&self) -> crate::wake::Broadcast {
         self.mail.clone()
-    }
-
-    /// Runs `work` in the next group commit; returns once the write is durable. `work` fails
-    /// in its caller's error type, which must carry the store's errors and tell a fault (the
-    /// commit is aborted) from a refusal (`JobError`). A closure whose body never names that
-    /// type (only `?` and `Ok`) leaves it to be annotated: `|w| -> Result<_> { .. }`.
-    pub async fn write<F, T, E>(&self, work: F) -> Result<T, E>
-    where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
-        T: Send + 'static,
-        E: JobError + Send + 'static,
-    {
-        if !self.file.writable() {
-            return Err(E::from(self.file.refusal()));
-        }
-        let (answer, emitted) = self.submit(work);
-        let out = answer.await.map_err(|_| E::from(shutting_down()))?;
-        self.after_commit(&emitted);
-        out
-    }
-
-    /// `write` for callers outside the async runtime (command line, test seeding).
-    pub fn write_blocking<F, T, E>(&self, work: F) -> Result<T, E>
-    where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
-        T: Send + 'static,
-        E: JobError + Send + 'static,
-    {
-        if !self.file.writable() {
-            return Err(E::from(self.file.refusal()));
-        }
-        let (answer, emitted) = self.submit(work);
-        let out = answer.blocking_recv().map_err(|_| E::from(shutting_down()))?;
-        self.after_commit(&emitted);
-        out
-    }
-
-    fn after_commit(&self, flags: &std::sync::atomic::AtomicU8) {
-        let flags = flags.load(std::sync::atomic::Ordering::Relaxed);
-        if flags & EMITTED != 0 {
-            self.events.wake();
-        }
-        if flags & IMAP_CHANGED != 0 {
-            self.mail.wake_all();
-        }
-    }
-
-    /// Queues `work`; the flags tell, once it has run, whether it recorded a webhook event
-    /// (`EMITTED`) and whether it changed a folder IMAP shows (`IMAP_CHANGED`).
-    fn submit<F, T, E>(&self, work: F) -> (Answer<T, E>, Arc<std::sync::atomic::AtomicU8>)
-    where
-        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
-        T: Send + 'static,
-        E: JobError + Send + 'static,
-    {
-        let emitted = Arc::new(std::sync::atomic::AtomicU8::new(0));
-        let flag = emitted.clone();
-        let answer = self.writer.submit(move |tx| {
-            let mut w = Wtx { tx, emitted: false, imap_changed: false };
-            let out = work(&mut w);
-            let flags = (u8::from(w.emitted) * EMITTED) | (u8::from(w.imap_changed) * IMAP_CHANGED);
-            flag.store(flags, std::sync::atomic::Ordering::Relaxed);
-            out
-        });
-        (answer, emitted)
     }
 
     /// Runs a short read (a few keys, a bounded page) on `work` where it is called: a hop to the
@@ -385,15 +334,6 @@ impl Store {
     pub fn close(&self) {
         self.writer.close();
     }
-}
-
-const EMITTED: u8 = 1;
-const IMAP_CHANGED: u8 = 2;
-
-type Answer<T, E> = tokio::sync::oneshot::Receiver<Result<T, E>>;
-
-fn shutting_down() -> Error {
-    Error::Unavailable("the store is shutting down".into())
 }
 
 impl Rtx {

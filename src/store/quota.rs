@@ -14,6 +14,9 @@ use super::kv::{ReadableTable, WriteTxn};
 use super::tables::*;
 use super::{Tables, Wtx};
 
+/// Above every node name, closing a range of one mailbox's or day's shards.
+pub(super) const LAST_NODE: &str = "\u{10FFFF}";
+
 /// The `META` entry saying that every mailbox's usage is counted.
 const COUNTED: &str = "mailbox_usage_counted";
 
@@ -45,15 +48,35 @@ impl Quota {
     }
 }
 
-/// The bytes `mailbox` holds.
+/// The bytes `mailbox` holds: its counter, and what each node counted into its shard (none on
+/// a store with one node).
 pub(super) fn usage(tx: &impl Tables, mailbox: &str) -> Result<u64> {
-    Ok(tx.table(MAILBOX_USAGE)?.get(mailbox)?.map_or(0, |v| v.value()))
+    let mut used = tx.table(MAILBOX_USAGE)?.get(mailbox)?.map_or(0, |v| v.value());
+    let shards = tx.table(MAILBOX_USAGE_SHARDS)?;
+    shards.scan((mailbox, "")..=(mailbox, LAST_NODE), false, |_, delta| {
+        used = used.wrapping_add(delta);
+        Ok(Flow::Continue(()))
+    })?;
+    // Shards only ever sum to what the mailbox holds; a count below zero is no count.
+    Ok(if used > i64::MAX as u64 { 0 } else { used })
 }
 
 impl Wtx<'_> {
     /// Counts `added` bytes into `mailbox` and `removed` out of it.
     pub(super) fn adjust_usage(&mut self, mailbox: &str, added: u64, removed: u64) -> Result<()> {
         if added == removed {
+            return Ok(());
+        }
+        if let Some(node) = self.shard {
+            // The shard is this node's alone: concurrent writers elsewhere never touch it.
+            let mut shards = self.tx.open_table(MAILBOX_USAGE_SHARDS)?;
+            let delta = shards.get((mailbox, node))?.map_or(0, |v| v.value());
+            let delta = delta.wrapping_add(added).wrapping_sub(removed);
+            if delta == 0 {
+                shards.remove((mailbox, node))?;
+            } else {
+                shards.insert((mailbox, node), delta)?;
+            }
             return Ok(());
         }
         let used = usage(self, mailbox)?.saturating_add(added).saturating_sub(removed);
@@ -69,6 +92,8 @@ impl Wtx<'_> {
     /// Forgets the count of a mailbox whose mail is all gone.
     pub(super) fn forget_usage(&mut self, mailbox: &str) -> Result<()> {
         self.tx.open_table(MAILBOX_USAGE)?.remove(mailbox)?;
+        let mut shards = self.tx.open_table(MAILBOX_USAGE_SHARDS)?;
+        shards.retain_in((mailbox, "")..=(mailbox, LAST_NODE), |_, _| false)?;
         Ok(())
     }
 }

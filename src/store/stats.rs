@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use super::emails::Email;
 use super::error::Result;
+use super::quota::LAST_NODE;
 use super::status::{DeliveryStatus, SendType};
-use super::tables::DAILY_STATS;
+use super::tables::{DAILY_STATS, DAILY_STATS_SHARDS};
 use super::{Rtx, Wtx, decode, encode};
 use crate::bounce::BounceClass;
 
@@ -40,17 +41,23 @@ pub struct DayCounts {
 }
 
 impl DayCounts {
+    /// Adds `other`, wrapping: a node's shard counts a late bounce that moves a recipient
+    /// another node counted as delivered as one delivery less, below zero in that shard alone.
     fn add(&mut self, other: &DayCounts) {
         for (sum, n) in self.bounce_classes.iter_mut().zip(other.bounce_classes) {
-            *sum += n;
+            *sum = sum.wrapping_add(n);
         }
-        self.sent += other.sent;
-        self.delivered += other.delivered;
-        self.bounced += other.bounced;
-        self.failed += other.failed;
-        self.opened += other.opened;
-        self.clicked += other.clicked;
-        self.replied += other.replied;
+        for (sum, n) in [
+            (&mut self.sent, other.sent),
+            (&mut self.delivered, other.delivered),
+            (&mut self.bounced, other.bounced),
+            (&mut self.failed, other.failed),
+            (&mut self.opened, other.opened),
+            (&mut self.clicked, other.clicked),
+            (&mut self.replied, other.replied),
+        ] {
+            *sum = sum.wrapping_add(n);
+        }
     }
 
     fn bounced_as(&mut self, class: Option<BounceClass>) {
@@ -93,6 +100,17 @@ impl Wtx<'_> {
         change: impl FnOnce(&mut DayCounts),
     ) -> Result<()> {
         let day = day_of(at);
+        if let Some(node) = self.shard {
+            // This node's shard of the day: no other node writes it, so concurrent counting
+            // on several nodes never meets on one key.
+            let mut shards = self.tx.open_table(DAILY_STATS_SHARDS)?;
+            let key = (domain, day, node);
+            let mut counts: DayCounts =
+                shards.get(key)?.map(|v| decode(v.value())).transpose()?.unwrap_or_default();
+            change(&mut counts);
+            shards.insert(key, encode(&counts)?.as_slice())?;
+            return Ok(());
+        }
         let mut table = self.tx.open_table(DAILY_STATS)?;
         let mut counts: DayCounts =
             table.get((domain, day))?.map(|v| decode(v.value())).transpose()?.unwrap_or_default();
@@ -122,12 +140,15 @@ impl Wtx<'_> {
             // Already in `sent` on the day of its outcome: move it there, so the bounce rate of
             // any window stays bounced / sent of the same recipients.
             DeliveryStatus::Delivered | DeliveryStatus::Failed => {
+                let sharded = self.shard.is_some();
                 self.bump_day(domain, counted_at, |c| {
-                    if was == DeliveryStatus::Delivered {
-                        c.delivered = c.delivered.saturating_sub(1);
-                    } else {
-                        c.failed = c.failed.saturating_sub(1);
-                    }
+                    let counter = match was {
+                        DeliveryStatus::Delivered => &mut c.delivered,
+                        _ => &mut c.failed,
+                    };
+                    // In a shard the count may go below zero (another node counted it).
+                    *counter =
+                        if sharded { counter.wrapping_sub(1) } else { counter.saturating_sub(1) };
                     c.bounced += 1;
                     c.bounced_as(Some(class));
                 })
@@ -145,6 +166,11 @@ impl Rtx {
         let table = self.tx.open_table(DAILY_STATS)?;
         let mut total = DayCounts::default();
         for entry in table.range((domain, first)..=(domain, last))? {
+            let (_, value) = entry?;
+            total.add(&decode(value.value())?);
+        }
+        let shards = self.tx.open_table(DAILY_STATS_SHARDS)?;
+        for entry in shards.range((domain, first, "")..=(domain, last, LAST_NODE))? {
             let (_, value) = entry?;
             total.add(&decode(value.value())?);
         }

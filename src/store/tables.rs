@@ -87,6 +87,10 @@ pub const CONTACTED: TableDefinition<(&str, &str), &str> = TableDefinition::new(
 /// (domain, UTC day number since the epoch) -> `DayCounts`: delivery and engagement counters, so a
 /// window of days is one range read.
 pub const DAILY_STATS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("daily_stats");
+/// (domain, UTC day, node) -> `DayCounts` (JSON, two's-complement counts) that node's writes
+/// added: on a shared store each node counts here, and a day is `DAILY_STATS` plus its shards.
+pub const DAILY_STATS_SHARDS: TableDefinition<(&str, u32, &str), &[u8]> =
+    TableDefinition::new("daily_stats_shards");
 /// (domain, local part) -> `Warmup`: a mailbox's warmup settings and counters.
 pub const WARMUP: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("warmup");
 /// webhook id -> `Webhook`: an endpoint events are posted to.
@@ -143,6 +147,11 @@ pub const MAILBOX_NEXT_SLOT: TableDefinition<&str, u64> = TableDefinition::new("
 /// mailbox address -> the bytes of mail it holds (the sizes of its emails, every folder), kept
 /// by every insert and removal (`quota`).
 pub const MAILBOX_USAGE: TableDefinition<&str, u64> = TableDefinition::new("mailbox_usage");
+/// (mailbox address, node) -> what that node's writes changed the mailbox's bytes by, as a
+/// two's-complement u64 (a node may remove mail another counted): on a shared store each node
+/// counts here, and the usage is `MAILBOX_USAGE` plus the shards (`quota`).
+pub const MAILBOX_USAGE_SHARDS: TableDefinition<(&str, &str), u64> =
+    TableDefinition::new("mailbox_usage_shards");
 /// email id -> the slot a paced message waits for: when it comes due it is sent, already counted.
 pub const PACED: TableDefinition<&str, u64> = TableDefinition::new("paced");
 /// (mailbox address, contact address), both lower-cased -> the latest sequence message the

@@ -46,6 +46,8 @@ trait Job: Send {
     fn finish(self: Box<Self>, commit: Result<(), Arc<Error>>);
     /// Answers the caller without running: the store refuses writes.
     fn refuse(self: Box<Self>, refusal: Error);
+    /// Whether the job runs under snapshot isolation (`Backend::write_snapshot`).
+    fn snapshot(&self) -> bool;
 }
 
 /// What kind of fault aborted a batch.
@@ -58,6 +60,7 @@ enum Fault {
 }
 
 struct Pending<F, T, E> {
+    snapshot: bool,
     work: Option<F>,
     outcome: Option<Result<T, E>>,
     reply: oneshot::Sender<Result<T, E>>,
@@ -102,6 +105,10 @@ where
     fn refuse(self: Box<Self>, refusal: Error) {
         let _ = self.reply.send(Err(refusal.into()));
     }
+
+    fn snapshot(&self) -> bool {
+        self.snapshot
+    }
 }
 
 /// Work that runs between two commits, with no transaction open: the file then holds exactly the
@@ -118,6 +125,7 @@ enum Msg {
 pub(super) struct Writer {
     tx: mpsc::Sender<Msg>,
     threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// Writer threads. One on PostgreSQL too: batches run side by side there lose most races with
@@ -140,18 +148,19 @@ impl Writer {
                 .map_err(|e| Error::io("cannot start the store writer thread", e))?;
             threads.push(thread);
         }
-        Ok(Writer { tx, threads: std::sync::Mutex::new(threads) })
+        Ok(Writer { tx, threads: std::sync::Mutex::new(threads), closed: false.into() })
     }
 
-    /// Queues `work`; the receiver yields its result once it is durable.
-    pub(super) fn submit<F, T, E>(&self, work: F) -> oneshot::Receiver<Result<T, E>>
+    /// Queues `work` (under snapshot isolation when `snapshot`); the receiver yields its result
+    /// once it is durable.
+    pub(super) fn submit<F, T, E>(&self, work: F, snapshot: bool) -> oneshot::Receiver<Result<T, E>>
     where
         F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Clone + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job = Box::new(Pending { work: Some(work), outcome: None, reply });
+        let job = Box::new(Pending { snapshot, work: Some(work), outcome: None, reply });
         // Once the thread is gone the job is dropped unrun, closing `answer`: the caller reads
         // that as the store shutting down (503), not as a failed commit.
         let _ = self.tx.send(Msg::Job(job));
@@ -164,9 +173,15 @@ impl Writer {
         self.tx.send(Msg::Between(work)).is_ok()
     }
 
+    /// Whether `close` was called: writes are refused from then on.
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Lets the thread commit what it holds, stops it and waits for it. Later writes are
     /// refused with 503.
     pub(super) fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::Release);
         let threads = match self.threads.lock() {
             Ok(mut slot) => std::mem::take(&mut *slot),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -251,23 +266,42 @@ fn run_writer(file: &File, probe: Probe, rx: &std::sync::Mutex<mpsc::Receiver<Ms
             continue;
         }
         let started = Instant::now();
-        let again = file.is_shared();
-        let commit = file.db().and_then(|db| run_batch(&db, &mut batch, again)).map_err(Arc::new);
-        last_commit = started.elapsed();
-        crate::metrics::store_commit(last_commit);
-        if let Err(e) = &commit {
-            tracing::error!(error = %e, jobs = batch.len(), "store commit failed");
-            if e.is_disk() {
-                file.degrade(e.clone());
-                reopen(file);
+        // Jobs of both isolations share a commit where there is one writer at a time; on a
+        // shared store each kind goes in a transaction of its own.
+        let mut serializable = Vec::new();
+        if file.is_shared() {
+            serializable.extend(batch.extract_if(.., |job| !job.snapshot()));
+        }
+        for (jobs, snapshot) in [(&mut batch, true), (&mut serializable, false)] {
+            if !jobs.is_empty() && commit_group(file, jobs, snapshot) {
                 next_probe = Instant::now() + PROBE_EVERY;
             }
         }
-        for job in batch.drain(..) {
-            job.finish(commit.clone());
-        }
+        last_commit = started.elapsed();
     }
     batch.drain(..).for_each(|job| job.refuse(file.refusal()));
+}
+
+/// Commits `jobs` in one transaction (a snapshot one when `snapshot`) and answers them; true
+/// when the disk failed and the store degraded.
+fn commit_group(file: &File, jobs: &mut Vec<Box<dyn Job>>, snapshot: bool) -> bool {
+    let started = Instant::now();
+    let again = file.is_shared();
+    let commit = file.db().and_then(|db| run_batch(&db, jobs, again, snapshot)).map_err(Arc::new);
+    crate::metrics::store_commit(started.elapsed());
+    let mut degraded = false;
+    if let Err(e) = &commit {
+        tracing::error!(error = %e, jobs = jobs.len(), "store commit failed");
+        if e.is_disk() {
+            file.degrade(e.clone());
+            reopen(file);
+            degraded = true;
+        }
+    }
+    for job in jobs.drain(..) {
+        job.finish(commit.clone());
+    }
+    degraded
 }
 
 /// A handle that met a disk fault fails every later operation, reads too: replace it.
@@ -290,10 +324,10 @@ fn try_probe(file: &File, probe: Probe) {
 /// Runs the batch in one transaction. On a shared store (`again`) a batch that lost a race with
 /// another node's transaction wrote nothing, and is run again after a random pause, so that the
 /// racers do not meet again in step.
-fn run_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool) -> Result<()> {
+fn run_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool, snapshot: bool) -> Result<()> {
     let mut tries = 0;
     loop {
-        match try_batch(db, batch, again) {
+        match try_batch(db, batch, again, snapshot) {
             Err(e) if again && e.is_contention() && tries < MAX_RETRIES => {
                 tries += 1;
                 crate::metrics::store_retry();
@@ -305,8 +339,8 @@ fn run_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool) -> Result<()> {
     }
 }
 
-fn try_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool) -> Result<()> {
-    let tx = db.write()?;
+fn try_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool, snapshot: bool) -> Result<()> {
+    let tx = if snapshot { db.write_snapshot()? } else { db.write()? };
     for job in batch.iter_mut() {
         job.run(&*tx, again);
         if let Some(fault) = job.fault() {
@@ -340,7 +374,7 @@ mod tests {
             tx.open_table(T)?.insert(key, 1)?;
             end()
         };
-        (Box::new(Pending { work: Some(work), outcome: None, reply }), answer)
+        (Box::new(Pending { snapshot: false, work: Some(work), outcome: None, reply }), answer)
     }
 
     /// Runs the jobs as one group commit; returns their answers and the keys the file holds.
@@ -349,7 +383,7 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir"); // ok: test
         let db = Db::Redb(Redb::open(&dir.join("w.redb"), 1 << 20).expect("db")); // ok: test
         let (mut batch, answers): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
-        let outcome = run_batch(&db, &mut batch, false).map_err(Arc::new);
+        let outcome = run_batch(&db, &mut batch, false, false).map_err(Arc::new);
         batch.into_iter().for_each(|job| job.finish(outcome.clone()));
         let answers = answers.into_iter().map(|mut a| a.try_recv().expect("answered")).collect(); // ok: test
         let mut keys = Vec::new();

@@ -25,7 +25,11 @@ fn two_nodes() -> (MailWorld, Server, TempDir) {
     (w, b, dir_b)
 }
 
-fn wait_until<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_until<T>(
+    what: &str,
+    within: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + within;
     loop {
         if let Some(found) = probe() {

@@ -90,6 +90,14 @@ impl Cluster {
         cluster
     }
 
+    /// Runs `sql` in the database of `url` (one made by `database`).
+    pub fn psql(&self, url: &str, sql: &str) -> String {
+        let name = url.rsplit('/').next().expect("a database name in the URL");
+        let port = self.port.to_string();
+        let args = ["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", name, "-Atc", sql];
+        String::from_utf8_lossy(&self.run("psql", &args).stdout).trim().to_owned()
+    }
+
     /// A new, empty database; returns its URL.
     pub fn database(&self) -> String {
         static N: AtomicU32 = AtomicU32::new(0);

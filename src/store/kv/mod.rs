@@ -239,7 +239,15 @@ pub trait Transaction: WriteTxn {
 /// A store of named ordered tables.
 pub trait Backend: Send + Sync {
     fn read(&self) -> Result<Snapshot>;
+    /// A write transaction as if it ran alone (serializable).
     fn write(&self) -> Result<Box<dyn Transaction>>;
+    /// A write transaction under snapshot isolation: it sees one snapshot, and it loses (with
+    /// `Error::Contention`) only to a concurrent transaction that wrote a key it writes too.
+    /// For work whose every invariant across concurrent writers rests on keys they all write
+    /// (see `Store::write_snapshot`). On a store with one writer at a time it is `write`.
+    fn write_snapshot(&self) -> Result<Box<dyn Transaction>> {
+        self.write()
+    }
 }
 
 /// The backend a store runs on.
@@ -278,6 +286,13 @@ impl Backend for Db {
         match self {
             Db::Redb(db) => db.write(),
             Db::Postgres(db) => db.write(),
+        }
+    }
+
+    fn write_snapshot(&self) -> Result<Box<dyn Transaction>> {
+        match self {
+            Db::Redb(db) => db.write(),
+            Db::Postgres(db) => db.write_snapshot(),
         }
     }
 }

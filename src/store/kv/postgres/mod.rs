@@ -150,6 +150,17 @@ impl Backend for Postgres {
     fn write(&self) -> Result<Box<dyn Transaction>> {
         Ok(Box::new(self.begin("BEGIN ISOLATION LEVEL SERIALIZABLE")?))
     }
+
+    /// REPEATABLE READ is PostgreSQL's snapshot isolation: a write of a row that a concurrent
+    /// transaction wrote and committed after this one's snapshot (an update, a delete, an
+    /// insert that meets it through ON CONFLICT) fails with a serialization failure, so two
+    /// writers of one key never both commit. Unlike SERIALIZABLE it takes no predicate locks:
+    /// those lock index pages, not keys, so writers of neighbouring keys of the one relation
+    /// (new messages and queue entries land side by side) lost to each other without sharing
+    /// a key, and their batches ran again and again.
+    fn write_snapshot(&self) -> Result<Box<dyn Transaction>> {
+        Ok(Box::new(self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ")?))
+    }
 }
 
 /// An open transaction on one pooled connection. After a failed statement PostgreSQL refuses
@@ -209,6 +220,7 @@ impl Txn {
     ) -> Result<Vec<tokio_postgres::Row>> {
         let client = self.client()?;
         let begin = self.state().begin.take();
+        crate::metrics::store_round_trip();
         let outcome = wait(after_begin(client, begin, async {
             let statement: Statement = client.prepare_cached(sql).await?;
             client.query(&statement, params).await
@@ -226,6 +238,7 @@ impl Txn {
     fn send(&self, columns: &Columns, end: Option<&'static str>) -> Result<()> {
         let client = self.client()?;
         let begin = self.state().begin.take();
+        crate::metrics::store_round_trip();
         let outcome = wait(async {
             // Prepared before anything is sent: a statement not prepared yet costs an exchange
             // of its own, and the writes must be queued ahead of the COMMIT.
@@ -272,6 +285,7 @@ impl Txn {
             // Nothing was sent: the connection is as the pool gave it.
             return Ok(());
         }
+        crate::metrics::store_round_trip();
         let ended = wait(client.batch_execute(sql));
         if ended.is_err() {
             // A connection whose transaction state is unknown must not serve another one.
@@ -289,6 +303,7 @@ impl Drop for Txn {
             return;
         }
         if let Some(client) = self.client.take() {
+            crate::metrics::store_round_trip();
             self.handle.spawn(async move {
                 if client.batch_execute("ROLLBACK").await.is_err() {
                     drop(Object::take(client));

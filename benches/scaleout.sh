@@ -185,6 +185,13 @@ p99() { awk '$1 == "99%" { print $2 }' "$1"; }
 non2xx() { awk '/Non-2xx or 3xx responses:/ { n = $5 } END { print n + 0 }' "$1"; }
 errors() { awk '/Non-2xx or 3xx responses:/ { n = $5 } /Socket errors:/ { n += $4 + $6 + $8 + $10 } END { print n + 0 }' "$1"; }
 now() { date +%s.%N; }
+# The machine's idle and total CPU time so far (/proc/stat's first line, in ticks), and the idle
+# share in % between such a pair $1 and now: near 0 says PostgreSQL, wrk and the sink (outside
+# the quota) ran out of cores, and then the nodes' figures say little.
+cpustat() { awk '$1 == "cpu" { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+idle_since() {
+  cpustat | awk -v was="$1" 'BEGIN { split(was, w, " ") } { printf "%d", ($2 > w[2] ? 100 * ($1 - w[1]) / ($2 - w[2]) : 0) }'
+}
 # Field $2 of the sink's counts for tag $1.
 sink() { curl -sf "http://127.0.0.1:$SINK_STATUS/$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 # The sum of the series $1 (a prefix) over the nodes' /metrics at $2...
@@ -197,6 +204,7 @@ metric() {
 
 ROWS=()
 declare -A ACC E2E DUPS SHARE
+BUSY=""
 
 # One run: tag $1 (recipients and sink counts), label $2, $3 nodes, on a new database named $4
 # or, without it, on redb in $DATA (bench_data seeded it). Adds a row and its figures.
@@ -218,12 +226,13 @@ run() {
     https+=("$HTTP"); pids+=("$SERVER")
   done
   mailbox "${https[0]}"
-  local per=$(( CONNECTIONS / n )) threads=1 xacts0=0 t0
+  local per=$(( CONNECTIONS / n )) threads=1 xacts0=0 t0 st0 idle
   [ "$per" -ge 1 ] || per=1
   [ "$n" != 1 ] || threads=2
   [ -z "$db" ] || xacts0=$(pg_xacts "$db")
   for i in $(seq "$n"); do cpu0+=("$(cg_cpu_ns "$id-n$i" "${pids[i-1]}")"); done
   t0=$(now)
+  st0=$(cpustat)
   for i in $(seq "$n"); do
     DATA=${dirs[i-1]}
     wrk -t"$threads" -c"$per" -d"$DURATION" --latency -s "$(script "$id" "n$i")" \
@@ -231,6 +240,8 @@ run() {
     wrks+=($!)
   done
   wait "${wrks[@]}"
+  idle=$(idle_since "$st0")
+  [ "$idle" -ge 5 ] || BUSY="$BUSY ($id)"
   local accepted=0 errs=0 p99s=""
   for nd in "${dirs[@]}"; do
     f=$nd/wrk-$id.txt
@@ -257,16 +268,16 @@ run() {
   E2E[$id]=$(awk -v a="$accepted" -v t="$TOOK" 'BEGIN { if (t > 0) printf "%.1f", a / t }')
   DUPS[$id]=$dups
   SHARE[$id]=$(awk -v r="$retries" -v c="$commits" 'BEGIN { printf "%.2f", (c + r > 0 ? 100 * r / (c + r) : 0) }')
-  echo "accepted $accepted (${ACC[$id]}/s, errors $errs, p99 $p99s); sink: $(sink "$id" distinct) delivered," \
+  echo "accepted $accepted (${ACC[$id]}/s, errors $errs, p99 $p99s, machine idle $idle %); sink: $(sink "$id" distinct) delivered," \
     "$dups duplicates, ${TOOK:-incomplete after $WAIT s}${TOOK:+ s since the load began}; queued at the end: $QUEUED"
   echo "store: $retries retries, $commits group commits (${SHARE[$id]} %), PostgreSQL transactions $xacts;" \
     "node CPU $(awk -v c="$cpu" 'BEGIN { printf "%.2f", c / 1e9 }') s, throttled periods $throttled"
   [ "$id" != e ] || echo "commits refused by the injected fault: $(refusals "$db")"
   [ "$dups" = 0 ] || { echo "delivered more than once (times, Message-ID, recipient):"; curl -sf "http://127.0.0.1:$SINK_STATUS/$id/duplicates" | head -n 5 || true; }
   [ -z "$db" ] || pg_work "$db" "$accepted"
-  ROWS+=("$(printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s |' "($id) $label" \
+  ROWS+=("$(printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |' "($id) $label" \
     "${ACC[$id]}" "${E2E[$id]:-incomplete}" "$p99s" "$errs" "$dups" "$retries (${SHARE[$id]} %)" \
-    "$(awk -v c="$cpu" -v a="$accepted" 'BEGIN { printf "%.2f", (a > 0 ? c / 1e6 / a : 0) }')")")
+    "$(awk -v c="$cpu" -v a="$accepted" 'BEGIN { printf "%.2f", (a > 0 ? c / 1e6 / a : 0) }')" "$idle")")
 }
 
 # Waits until the sink has the $2 accepted messages of run $1 and the queues of the nodes at $3...
@@ -319,13 +330,19 @@ report() {
     echo "!!!!!!!! The nodes ran unlimited on the machine's cores beside PostgreSQL, wrk and the sink:"
     echo "!!!!!!!! the ratios below do not measure scale-out."
   fi
-  printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s |\n' "Run" "accepted/s" "end to end/s" \
-    "p99 (per node)" "errors" "dups" "retries (share)" "CPU ms/send"
-  printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s |\n' --- --- --- --- --- --- --- ---
+  printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' "Run" "accepted/s" "end to end/s" \
+    "p99 (per node)" "errors" "dups" "retries (share)" "CPU ms/send" "idle"
+  printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' --- --- --- --- --- --- --- --- ---
   printf '%s\n' "${ROWS[@]}"
   echo "accepted/s: 2xx answers / $SECS s; end to end/s: the same / the time until the sink had them all and"
   echo "the queues were empty; errors: non-2xx answers and wrk's socket errors; dups: (Message-ID, recipient)"
-  echo "pairs the sink received more than once; share: retries / (group commits + retries)"
+  echo "pairs the sink received more than once; share: retries / (group commits + retries); CPU: the"
+  echo "nodes' CPU time per accepted send; idle: the machine's idle CPU in % during the load"
+  if [ -n "$BUSY" ]; then
+    echo "!! The machine had under 5 % idle CPU during the load of$BUSY (load average now $(cut -d' ' -f1 /proc/loadavg)):"
+    echo "!! PostgreSQL, wrk, the sink or other work outside the quota had too little CPU, so those"
+    echo "!! figures may be the machine's, not the nodes'. Measure on an otherwise idle machine."
+  fi
   echo
   printf '| %-52s | %8s | %-6s | %-4s |\n' "Goal" "value" "goal" ""
   printf '| %-52s | %8s | %-6s | %-4s |\n' --- --- --- ---
@@ -355,7 +372,7 @@ run a "one node, redb" 1
 run b "one node, PostgreSQL" 1 one
 run c "two nodes, one PostgreSQL" 2 two
 run d "three nodes, one PostgreSQL" 3 three
-[ "$FAULTS" != 1 ] || run e "two nodes, PostgreSQL refusing $FAULT_RATE of queue deletes" 2 faults
+[ "$FAULTS" != 1 ] || run e "two nodes, $FAULT_RATE of queue deletes fail" 2 faults
 if [ "$STATEMENTS" = 1 ]; then
   echo "statements PostgreSQL refused (serialization failures, deadlocks), by edgemail table:"
   grep -o "parameters: \$1 = '[^']*'" "$PG_ROOT/log" | sort | uniq -c | sort -rn | head -n 12 || true

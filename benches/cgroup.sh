@@ -6,7 +6,7 @@
 # cpuacct, mounted with cpu or apart); root is needed to write either. Where neither can be
 # written, CG_MODE=none, CG_WHY says why, and the processes run without a quota.
 #
-#   cg_detect                 once, after QUOTA is set (cores, e.g. 0.25)
+#   cg_detect                 once, after QUOTA is set (cores, e.g. 0.25; 0 for no quota)
 #   cg_make NAME              a group; sets CG_PROCS, the files a process writes its pid to
 #   sh "$CG_WRAP" CMD ARGS    runs CMD inside the groups listed in $SCALEOUT_CGROUPS (CG_PROCS)
 #   cg_cpu_ns NAME PID        CPU time the group used so far (PID's own time without a group)
@@ -21,7 +21,6 @@ CG_PREFIX="edgemail-bench-$$"
 
 cg_detect() {
   CG_QUOTA_US=$(awk -v q="$QUOTA" 'BEGIN { printf "%d", q * 100000 }')
-  [ "$CG_QUOTA_US" -ge 1000 ] || { echo "QUOTA=$QUOTA: at least 0.01 cores" >&2; exit 1; }
   CG_WRAP=$(mktemp /tmp/edgemail-cgroup-wrap.XXXXXX)
   # The pid is the shell's, and exec keeps it: the command starts inside its groups, so not one
   # of its threads ever runs outside the quota.
@@ -30,7 +29,12 @@ for procs in $SCALEOUT_CGROUPS; do echo $$ > "$procs" || exit 111; done
 exec "$@"
 SH
   local probe
-  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  if [ "$CG_QUOTA_US" = 0 ]; then
+    CG_WHY="QUOTA=$QUOTA asks for none"
+  elif [ "$CG_QUOTA_US" -lt 1000 ]; then
+    echo "QUOTA=$QUOTA: at least 0.01 cores, or 0 for none" >&2
+    exit 1
+  elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
     CG_V2=/sys/fs/cgroup
     probe="$CG_V2/$CG_PREFIX-probe"
     grep -qw cpu "$CG_V2/cgroup.subtree_control" 2>/dev/null ||

@@ -32,6 +32,8 @@
 #   bash benches/scaleout.sh                  # as root (the cgroups; PostgreSQL as postgres)
 #   DURATION=5s QUOTA=0.5 CONNECTIONS=48 bash benches/scaleout.sh
 #   FAULTS=1 FAULT_RATE=0.5 STRICT=1 bash benches/scaleout.sh
+# QUOTA=0 runs the nodes without a quota, as does a machine where no cgroup can be made (the
+# table then says so, loudly). WAIT (120) caps the wait for the deliveries, in seconds.
 # STATEMENTS=1 also lists each PostgreSQL run's most frequent statements (pg_stat_statements)
 # and the statements PostgreSQL refused; a diagnosis that costs a little throughput.
 # Needs: wrk and dnsmasq (installed when missing), python3, PostgreSQL's server binaries under
@@ -275,7 +277,7 @@ run() {
   [ "$id" != e ] || echo "commits refused by the injected fault: $(refusals "$db")"
   [ "$dups" = 0 ] || { echo "delivered more than once (times, Message-ID, recipient):"; curl -sf "http://127.0.0.1:$SINK_STATUS/$id/duplicates" | head -n 5 || true; }
   [ -z "$db" ] || pg_work "$db" "$accepted"
-  ROWS+=("$(printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |' "($id) $label" \
+  ROWS+=("$(printf '| %-40s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |' "($id) $label" \
     "${ACC[$id]}" "${E2E[$id]:-incomplete}" "$p99s" "$errs" "$dups" "$retries (${SHARE[$id]} %)" \
     "$(awk -v c="$cpu" -v a="$accepted" 'BEGIN { printf "%.2f", (a > 0 ? c / 1e6 / a : 0) }')" "$idle")")
 }
@@ -324,15 +326,15 @@ report() {
   local most dups id
   echo
   echo "$(nproc) cores, $(date -u +%F), $DURATION per run, $CONNECTIONS connections in all," \
-    "a node capped at $QUOTA cores ($CG_MODE), $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    "$([ "$CG_MODE" = none ] && echo "no CPU quota" || echo "a node capped at $QUOTA cores ($CG_MODE)"), $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   if [ "$CG_MODE" = none ]; then
     echo "!!!!!!!! WARNING: NO CPU QUOTA: $CG_WHY."
     echo "!!!!!!!! The nodes ran unlimited on the machine's cores beside PostgreSQL, wrk and the sink:"
     echo "!!!!!!!! the ratios below do not measure scale-out."
   fi
-  printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' "Run" "accepted/s" "end to end/s" \
+  printf '| %-40s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' "Run" "accepted/s" "end to end/s" \
     "p99 (per node)" "errors" "dups" "retries (share)" "CPU ms/send" "idle"
-  printf '| %-38s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' --- --- --- --- --- --- --- --- ---
+  printf '| %-40s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' --- --- --- --- --- --- --- --- ---
   printf '%s\n' "${ROWS[@]}"
   echo "accepted/s: 2xx answers / $SECS s; end to end/s: the same / the time until the sink had them all and"
   echo "the queues were empty; errors: non-2xx answers and wrk's socket errors; dups: (Message-ID, recipient)"

@@ -60,7 +60,8 @@ SECS=$(awk -v d="$DURATION" 'BEGIN { n = d + 0; u = substr(d, length(d));
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$PG_BIN/initdb" ] || { echo "no PostgreSQL server binaries under /usr/lib/postgresql" >&2; exit 1; }
 PG_ROOT=$(mktemp -d /tmp/edgemail-scaleout-pg.XXXXXX)
-PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PG_PORT=$(free_port)
 AS=()
 if [ "$(id -u)" = 0 ]; then
   AS=(runuser -u postgres --)
@@ -85,11 +86,12 @@ fi
 "${AS[@]}" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -Atc \
   "select 'postgres ' || current_setting('server_version') || ', fsync=' || current_setting('fsync') || ', synchronous_commit=' || current_setting('synchronous_commit')"
 
-DNS_PORT=5397; SINK_PORT=2597; SINK_STATUS=2598
+DNS_PORT=5397; SINK_PORT=$(free_port); SINK_STATUS=$(free_port)
 start_mx_dns $DNS_PORT
-python3 benches/smtp_count_sink.py --port $SINK_PORT --status $SINK_STATUS &
+python3 benches/smtp_count_sink.py --port "$SINK_PORT" --status "$SINK_STATUS" &
 PIDS="$PIDS $!"
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$SINK_STATUS/" >/dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$SINK_STATUS/" >/dev/null || { echo "the counting sink did not start" >&2; exit 1; }
 
 psql_in() { "${AS[@]}" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$1" -Atc "$2"; }
 

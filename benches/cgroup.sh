@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: the callers read the CG_ variables
 # CPU quota groups for the shell benchmarks (sourced, not run). A process under test runs in a
 # group of its own capped at $QUOTA cores, so that a figure says what it does with that much CPU
 # whatever else the machine runs: on a 2-core machine two uncapped nodes, PostgreSQL and wrk

@@ -1,31 +1,69 @@
 #!/usr/bin/env bash
-# Durable accepted sends per second (POST /v1/send, 1 recipient, wrk, as in benches/send.sh) on
-#   (a) one node on the embedded redb file,
-#   (b) one node on PostgreSQL,
-#   (c) two nodes on the same PostgreSQL, one wrk process driving each at once (rates summed).
-# Each run has its own fresh store with domain bench.example and one key; the queue delivers to a
-# local smtp-sink meanwhile (recipients at bench.test, MX through a local dnsmasq), as in
-# production a node accepts and delivers at once. A throwaway PostgreSQL cluster is started for
-# (b) and (c): initdb -A trust (as user postgres when run as root, which PostgreSQL refuses to
-# run as), a private port and socket directory, fsync and synchronous_commit at their defaults
-# (on), so every run compares durable commits. It is stopped and removed on exit.
-#   bash benches/scaleout.sh
-#   DURATION=20s CONNECTIONS=64 bash benches/scaleout.sh
-# Needs: wrk, dnsmasq and postfix's smtp-sink (see benches/common.sh), PostgreSQL's server
-# binaries under /usr/lib/postgresql/*/bin (initdb, pg_ctl, createdb).
+# Scale-out of durable sends (issue 39): what one, two and three edgemail nodes sharing one
+# PostgreSQL accept and deliver, each node capped at QUOTA cores (default a quarter), beside one
+# node on the embedded redb file under the same cap. Runs, each on a fresh store (domain
+# bench.example, one key, mailbox news):
+#   (a) one node on redb               (b) one node on PostgreSQL
+#   (c) two nodes on one PostgreSQL    (d) three nodes on one PostgreSQL
+#   (e) with FAULTS=1 only: two nodes on one PostgreSQL that refuses some commits (below)
+# Every node runs in a CPU cgroup of its own (benches/cgroup.sh; v2 cpu.max or v1
+# cpu.cfs_quota_us), so a node has the same CPU in every run and a second node adds CPU as a
+# second machine would; PostgreSQL, wrk and the sink run outside the groups. One wrk per node
+# drives POST /v1/send (one distinct recipient a request) for DURATION, the connections split
+# between them. Meanwhile the nodes deliver over SMTP to a counting sink
+# (benches/smtp_count_sink.py; recipients at bench.test, MX through a local dnsmasq, the port
+# through EDGEMAIL_DELIVERY_PORT) that counts deliveries per (Message-ID, recipient).
+#
+# Per run: accepted/s = wrk's 2xx answers / DURATION; end to end/s = the same answers / the time
+# from the start of the load until the sink has received every one and every node's queue is
+# empty ("incomplete" when that takes over WAIT seconds after the load); p99 (each node's wrk);
+# errors (non-2xx answers, socket errors); duplicates the sink saw; store retries
+# (edgemail_store_retries_total) per write transaction (group commits and their retries, from
+# every node's /metrics; PostgreSQL's xact_commit + xact_rollback are listed too); node CPU per
+# accepted send and the periods the quota throttled; the machine's idle CPU during the load (near
+# 0, PostgreSQL and wrk, outside the quota, were short of CPU and set the figures, not the nodes).
+# Then the goals, PASS or FAIL each:
+# (c)/(b) >= 1.7 and (d)/(b) >= 2.3 on both figures, (b)/(a) >= 0.5, retries under 1 %, no
+# duplicate. The exit status is 0 (a report while the work is in progress) unless STRICT=1.
+#
+# FAULTS=1 adds (e): a trigger on the store's relation (edgemail_kv) raises SQLSTATE 40001 for
+# FAULT_RATE (0.3) of the statements that delete rows of table 'queue', as recording a delivery
+# removes its queue entry, so commits fail after the message went out; the sink must still see
+# every message once.
+#
+#   bash benches/scaleout.sh                  # as root (the cgroups; PostgreSQL as postgres)
+#   DURATION=5s QUOTA=0.5 CONNECTIONS=48 bash benches/scaleout.sh
+#   FAULTS=1 FAULT_RATE=0.5 STRICT=1 bash benches/scaleout.sh
+# QUOTA=0 runs the nodes without a quota, as does a machine where no cgroup can be made (the
+# table then says so, loudly). WAIT (120) caps the wait for the deliveries, in seconds.
+# STATEMENTS=1 also lists each PostgreSQL run's most frequent statements (pg_stat_statements)
+# and the statements PostgreSQL refused; a diagnosis that costs a little throughput.
+# Needs: wrk and dnsmasq (installed when missing), python3, PostgreSQL's server binaries under
+# /usr/lib/postgresql/*/bin (initdb, pg_ctl, createdb, psql).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
+QUOTA=${QUOTA:-0.25}
+WAIT=${WAIT:-120}
+FAULTS=${FAULTS:-0}
+FAULT_RATE=${FAULT_RATE:-0.3}
+STRICT=${STRICT:-0}
+STATEMENTS=${STATEMENTS:-0}
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
+command -v dnsmasq >/dev/null || apt-get install -y dnsmasq-base >/dev/null
 source benches/common.sh
-postfix_tools
+source benches/cgroup.sh
 bench_data scaleout
+cg_detect
+SECS=$(awk -v d="$DURATION" 'BEGIN { n = d + 0; u = substr(d, length(d));
+  print (u == "m" ? n * 60 : u == "h" ? n * 3600 : n) }')
 
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$PG_BIN/initdb" ] || { echo "no PostgreSQL server binaries under /usr/lib/postgresql" >&2; exit 1; }
 PG_ROOT=$(mktemp -d /tmp/edgemail-scaleout-pg.XXXXXX)
-PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PG_PORT=$(free_port)
 AS=()
 if [ "$(id -u)" = 0 ]; then
   AS=(runuser -u postgres --)
@@ -35,41 +73,63 @@ DIRS="$DATA"
 cleanup() {
   kill $PIDS 2>/dev/null || true
   wait 2>/dev/null || true
+  cg_cleanup
   [ -f "$PG_ROOT/data/postmaster.pid" ] && "${AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_ROOT/data" -m fast stop >/dev/null 2>&1 || true
   rm -rf $DIRS "$PG_ROOT"
 }
 trap cleanup EXIT
-# STATEMENTS=1: also list each run's most frequent statements (pg_stat_statements; a diagnosis
-# that costs a little throughput).
 PG_EXTRA=""
-if [ "${STATEMENTS:-0}" = 1 ]; then
+if [ "$STATEMENTS" = 1 ]; then
   PG_EXTRA="-c shared_preload_libraries=pg_stat_statements -c log_parameter_max_length_on_error=48"
 fi
 "${AS[@]}" "$PG_BIN/initdb" -A trust -U postgres -D "$PG_ROOT/data" >/dev/null
 "${AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_ROOT/data" -l "$PG_ROOT/log" -w \
-  -o "-p $PG_PORT -k $PG_ROOT -c listen_addresses=127.0.0.1 -c max_connections=200 $PG_EXTRA" start >/dev/null
+  -o "-p $PG_PORT -k $PG_ROOT -c listen_addresses=127.0.0.1 -c max_connections=300 $PG_EXTRA" start >/dev/null
 "${AS[@]}" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -Atc \
   "select 'postgres ' || current_setting('server_version') || ', fsync=' || current_setting('fsync') || ', synchronous_commit=' || current_setting('synchronous_commit')"
 
-DNS_PORT=5397; SINK_PORT=2597
+DNS_PORT=5397; SINK_PORT=$(free_port); SINK_STATUS=$(free_port)
 start_mx_dns $DNS_PORT
-start_sink $SINK_PORT
+python3 benches/smtp_count_sink.py --port "$SINK_PORT" --status "$SINK_STATUS" &
+PIDS="$PIDS $!"
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$SINK_STATUS/" >/dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$SINK_STATUS/" >/dev/null || { echo "the counting sink did not start" >&2; exit 1; }
 
 psql_in() { "${AS[@]}" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$1" -Atc "$2"; }
 
 # A fresh database on the cluster; prints its URL.
 database() {
   "${AS[@]}" "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "$1"
-  [ "${STATEMENTS:-0}" != 1 ] || psql_in "$1" "create extension pg_stat_statements" >/dev/null
+  [ "$STATEMENTS" != 1 ] || psql_in "$1" "create extension pg_stat_statements" >/dev/null
   echo "postgres://postgres@127.0.0.1:$PG_PORT/$1"
 }
 
-# What database $1 did, per request wrk completed ($2): transactions committed and rolled back
-# (read snapshots end in a rollback too) and rows written.
+# Transactions database $1 ended so far (committed, rolled back: read snapshots end in one).
+pg_xacts() { psql_in "$1" "select xact_commit + xact_rollback from pg_stat_database where datname = '$1'"; }
+
+# What database $1 did, per accepted send ($2): commits, rollbacks and rows written.
 pg_work() {
-  psql_in "$1" "select format('PostgreSQL, database %s: %s commits, %s rollbacks, %s rows written; per request: %s commits, %s rows', datname, xact_commit, xact_rollback, tup_inserted + tup_updated + tup_deleted, round(xact_commit::numeric / greatest($2, 1), 2), round((tup_inserted + tup_updated + tup_deleted)::numeric / greatest($2, 1), 1)) from pg_stat_database where datname = '$1'"
-  [ "${STATEMENTS:-0}" != 1 ] || psql_in "$1" "select format('%10s calls %8s ms  %s', calls, round(total_exec_time), left(regexp_replace(query, '\s+', ' ', 'g'), 90)) from pg_stat_statements where dbid = (select oid from pg_database where datname = '$1') order by calls desc limit 12"
+  psql_in "$1" "select format('PostgreSQL, database %s: %s commits, %s rollbacks, %s rows written; per send: %s commits, %s rows', datname, xact_commit, xact_rollback, tup_inserted + tup_updated + tup_deleted, round(xact_commit::numeric / greatest($2, 1), 2), round((tup_inserted + tup_updated + tup_deleted)::numeric / greatest($2, 1), 1)) from pg_stat_database where datname = '$1'"
+  [ "$STATEMENTS" != 1 ] || psql_in "$1" "select format('%10s calls %8s ms  %s', calls, round(total_exec_time), left(regexp_replace(query, '\s+', ' ', 'g'), 90)) from pg_stat_statements where dbid = (select oid from pg_database where datname = '$1') order by calls desc limit 12"
 }
+
+# FAULTS: database $1 refuses FAULT_RATE of the statements deleting queue rows, as a lost race
+# (40001); the count of refusals is kept in a sequence, which a rollback does not undo.
+install_faults() {
+  psql_in "$1" "
+create sequence scaleout_refusals;
+create function scaleout_refuse() returns trigger language plpgsql as \$\$
+begin
+  if exists (select 1 from gone where tbl = 'queue') and random() < $FAULT_RATE then
+    perform nextval('scaleout_refusals');
+    raise exception 'scaleout: injected commit failure after a delivery' using errcode = '40001';
+  end if;
+  return null;
+end \$\$;
+create trigger scaleout_faults after delete on edgemail_kv referencing old table as gone
+  for each statement execute function scaleout_refuse();" >/dev/null
+}
+refusals() { psql_in "$1" "select case when is_called then last_value else 0 end from scaleout_refusals"; }
 
 # A new data directory for a node on PostgreSQL (its admin socket, log and wrk output; the data
 # is in the database), in the variable named $1; removed on exit.
@@ -80,8 +140,8 @@ node_dir() {
   printf -v "$1" '%s' "$dir"
 }
 
-# Domain bench.example, mailbox news and a key in the store of the data directory $1 (and URL $2
-# when on PostgreSQL); sets KEY.
+# Domain bench.example and a key in the store of the data directory $1 (and URL $2 when on
+# PostgreSQL); sets KEY.
 seed() {
   local store=()
   [ -z "${2:-}" ] || store=(--store "$2")
@@ -89,10 +149,13 @@ seed() {
   KEY=$($BIN key create --name bench --domain bench.example --data "$1" "${store[@]}" | tail -n 1)
 }
 
-# Starts a node on data directory $1 with the extra serve arguments after it; sets HTTP.
+# Starts a node on data directory $1 in a new CPU group named $2, with the extra serve arguments
+# after them; sets HTTP and SERVER.
 node() {
   DATA=$1
-  shift
+  cg_make "$2"
+  shift 2
+  BIN="sh $CG_WRAP $BIN" SCALEOUT_CGROUPS="$CG_PROCS" \
   EDGEMAIL_API_RATE_PER_SECOND=10000000 EDGEMAIL_API_BURST=10000000 \
   EDGEMAIL_DELIVERY_PORT=$SINK_PORT EDGEMAIL_LOG_LEVEL=warn \
     start_server --nameserver 127.0.0.1:$DNS_PORT "$@"
@@ -104,94 +167,220 @@ mailbox() {
     -H 'Content-Type: application/json' -d '{"address":"news","displayName":"Bench News"}'
 }
 
-# A wrk script sending one message a request, to a distinct recipient; $1 tells the runs apart.
+# A wrk script sending one message a request to a recipient no other request has: the run's
+# tag first (the sink counts per tag), then the node $2, the wrk thread and a counter.
 script() {
   cat > "$DATA/send-$1.lua" <<LUA
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
 local n = 0
 request = function()
   n = n + 1
-  local body = string.format('{"from":"news@bench.example","to":"$1-%d-%d@bench.test","subject":"Hello %d","html":"<p>Hello <b>there</b>, this is message %d.</p>"}', math.random(1, 1000000000), n, n, n)
+  local body = string.format('{"from":"news@bench.example","to":"$1-$2-%d-%d@bench.test","subject":"Hello %d","html":"<p>Hello <b>there</b>, this is message %d.</p>"}', tid, n, n, n)
   return wrk.format("POST", "/v1/send", { ["Authorization"] = "Bearer $KEY", ["Content-Type"] = "application/json" }, body)
 end
 LUA
   echo "$DATA/send-$1.lua"
 }
 
-# Runs wrk with $1 threads and $2 connections against http://$3 with the lua script $4, output
-# to file $5.
-load() {
-  wrk -t"$1" -c"$2" -d"$DURATION" --latency -s "$4" "http://$3/v1/send" > "$5"
-}
 requests() { awk '/requests in/ { print $1 }' "$1"; }
-rate() { awk '/^Requests\/sec:/ { printf "%d", $2 }' "$1"; }
 p99() { awk '$1 == "99%" { print $2 }' "$1"; }
+non2xx() { awk '/Non-2xx or 3xx responses:/ { n = $5 } END { print n + 0 }' "$1"; }
 errors() { awk '/Non-2xx or 3xx responses:/ { n = $5 } /Socket errors:/ { n += $4 + $6 + $8 + $10 } END { print n + 0 }' "$1"; }
-stop_nodes() {
-  kill $1 2>/dev/null || true
-  for pid in $1; do wait "$pid" 2>/dev/null || true; done
+now() { date +%s.%N; }
+# The machine's idle and total CPU time so far (/proc/stat's first line, in ticks), and the idle
+# share in % between such a pair $1 and now: near 0 says PostgreSQL, wrk and the sink (outside
+# the quota) ran out of cores, and then the nodes' figures say little.
+cpustat() { awk '$1 == "cpu" { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+idle_since() {
+  cpustat | awk -v was="$1" 'BEGIN { split(was, w, " ") } { printf "%d", ($2 > w[2] ? 100 * ($1 - w[1]) / ($2 - w[2]) : 0) }'
+}
+# Field $2 of the sink's counts for tag $1.
+sink() { curl -sf "http://127.0.0.1:$SINK_STATUS/$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+# The sum of the series $1 (a prefix) over the nodes' /metrics at $2...
+metric() {
+  local series=$1 http
+  shift
+  for http in "$@"; do curl -sf "http://$http/metrics"; done |
+    awk -v s="$series" 'index($1, s) == 1 { n += $2 } END { printf "%d", n }'
 }
 
 ROWS=()
-row() { ROWS+=("$(printf '| %-36s | %9s | %-22s | %6s | %-5s |' "$@")"); }
-loadavg() { cut -d' ' -f1 /proc/loadavg; }
+declare -A ACC E2E DUPS SHARE
+BUSY=""
 
-echo "== (a) one node, redb"
-# bench_data made the domain and the key in $DATA.
-node "$DATA"
-mailbox "$HTTP"
-LOAD=$(loadavg)
-load 2 "$CONNECTIONS" "$HTTP" "$(script a)" "$DATA/wrk-a.txt"
-cat "$DATA/wrk-a.txt"
-row "(a) one node, redb" "$(rate "$DATA/wrk-a.txt")" "$(p99 "$DATA/wrk-a.txt")" "$(errors "$DATA/wrk-a.txt")" "$LOAD"
-stop_nodes "$SERVER"
+# One run: tag $1 (recipients and sink counts), label $2, $3 nodes, on a new database named $4
+# or, without it, on redb in $DATA (bench_data seeded it). Adds a row and its figures.
+run() {
+  local id=$1 label=$2 n=$3 db=${4:-} url="" i nd f
+  local dirs=() https=() pids=() wrks=() cpu0=() store=()
+  echo "== ($id) $label"
+  if [ -z "$db" ]; then
+    dirs=("$DATA")
+  else
+    url=$(database "$db")
+    for i in $(seq "$n"); do node_dir nd; dirs+=("$nd"); done
+    seed "${dirs[0]}" "$url"
+    [ "$id" != e ] || install_faults "$db"
+  fi
+  for i in $(seq "$n"); do
+    [ -z "$url" ] || store=(--store "$url" --node "n$i")
+    node "${dirs[i-1]}" "$id-n$i" "${store[@]}"
+    https+=("$HTTP"); pids+=("$SERVER")
+  done
+  mailbox "${https[0]}"
+  local per=$(( CONNECTIONS / n )) threads=1 xacts0=0 t0 st0 idle
+  [ "$per" -ge 1 ] || per=1
+  [ "$n" != 1 ] || threads=2
+  [ -z "$db" ] || xacts0=$(pg_xacts "$db")
+  for i in $(seq "$n"); do cpu0+=("$(cg_cpu_ns "$id-n$i" "${pids[i-1]}")"); done
+  t0=$(now)
+  st0=$(cpustat)
+  for i in $(seq "$n"); do
+    DATA=${dirs[i-1]}
+    wrk -t"$threads" -c"$per" -d"$DURATION" --latency -s "$(script "$id" "n$i")" \
+      "http://${https[i-1]}/v1/send" > "$DATA/wrk-$id.txt" &
+    wrks+=($!)
+  done
+  wait "${wrks[@]}"
+  idle=$(idle_since "$st0")
+  [ "$idle" -ge 5 ] || BUSY="$BUSY ($id)"
+  local accepted=0 errs=0 p99s=""
+  for nd in "${dirs[@]}"; do
+    f=$nd/wrk-$id.txt
+    accepted=$(( accepted + $(requests "$f") - $(non2xx "$f") ))
+    errs=$(( errs + $(errors "$f") ))
+    p99s="$p99s${p99s:+ / }$(p99 "$f")"
+  done
+  delivered "$id" "$accepted" "${https[@]}"
+  local retries commits cpu=0 throttled="" xacts="-" dups
+  retries=$(metric edgemail_store_retries_total "${https[@]}")
+  commits=$(metric edgemail_store_commit_duration_seconds_count "${https[@]}")
+  for i in $(seq "$n"); do
+    cpu=$(( cpu + $(cg_cpu_ns "$id-n$i" "${pids[i-1]}") - cpu0[i-1] ))
+    throttled="$throttled${throttled:+/}$(cg_throttled "$id-n$i")"
+  done
+  kill "${pids[@]}" 2>/dev/null || true
+  for i in $(seq "$n"); do wait "${pids[i-1]}" 2>/dev/null || true; cg_remove "$id-n$i"; done
+  if [ -n "$db" ]; then
+    sleep 0.5 # the backends report their counts as they end
+    xacts=$(( $(pg_xacts "$db") - xacts0 ))
+  fi
+  dups=$(sink "$id" duplicates)
+  ACC[$id]=$(awk -v a="$accepted" -v s="$SECS" 'BEGIN { printf "%.1f", a / s }')
+  E2E[$id]=$(awk -v a="$accepted" -v t="$TOOK" 'BEGIN { if (t > 0) printf "%.1f", a / t }')
+  DUPS[$id]=$dups
+  SHARE[$id]=$(awk -v r="$retries" -v c="$commits" 'BEGIN { printf "%.2f", (c + r > 0 ? 100 * r / (c + r) : 0) }')
+  echo "accepted $accepted (${ACC[$id]}/s, errors $errs, p99 $p99s, machine idle $idle %); sink: $(sink "$id" distinct) delivered," \
+    "$dups duplicates, ${TOOK:-incomplete after $WAIT s}${TOOK:+ s since the load began}; queued at the end: $QUEUED"
+  echo "store: $retries retries, $commits group commits (${SHARE[$id]} %), PostgreSQL transactions $xacts;" \
+    "node CPU $(awk -v c="$cpu" 'BEGIN { printf "%.2f", c / 1e9 }') s, throttled periods $throttled"
+  [ "$id" != e ] || echo "commits refused by the injected fault: $(refusals "$db")"
+  [ "$dups" = 0 ] || { echo "delivered more than once (times, Message-ID, recipient):"; curl -sf "http://127.0.0.1:$SINK_STATUS/$id/duplicates" | head -n 5 || true; }
+  [ -z "$db" ] || pg_work "$db" "$accepted"
+  ROWS+=("$(printf '| %-40s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |' "($id) $label" \
+    "${ACC[$id]}" "${E2E[$id]:-incomplete}" "$p99s" "$errs" "$dups" "$retries (${SHARE[$id]} %)" \
+    "$(awk -v c="$cpu" -v a="$accepted" 'BEGIN { printf "%.2f", (a > 0 ? c / 1e6 / a : 0) }')" "$idle")")
+}
 
-echo "== (b) one node, PostgreSQL"
-URL=$(database one)
-node_dir DIR1
-seed "$DIR1" "$URL"
-node "$DIR1" --store "$URL" --node n1
-mailbox "$HTTP"
-LOAD=$(loadavg)
-load 2 "$CONNECTIONS" "$HTTP" "$(script b)" "$DIR1/wrk-b.txt"
-cat "$DIR1/wrk-b.txt"
-row "(b) one node, PostgreSQL" "$(rate "$DIR1/wrk-b.txt")" "$(p99 "$DIR1/wrk-b.txt")" "$(errors "$DIR1/wrk-b.txt")" "$LOAD"
-stop_nodes "$SERVER"
-pg_work one "$(requests "$DIR1/wrk-b.txt")"
+# Waits until the sink has the $2 accepted messages of run $1 and the queues of the nodes at $3...
+# are empty, at most WAIT seconds after the load; sets TOOK (seconds since t0 of the caller, empty
+# when incomplete) and QUEUED (entries left).
+delivered() {
+  local id=$1 accepted=$2 deadline
+  shift 2
+  deadline=$(( $(date +%s) + WAIT ))
+  TOOK=""
+  QUEUED="?"
+  while :; do
+    # The nodes are asked only once the sink has enough: a scrape reads the queue, and costs.
+    if [ "$(sink "$id" distinct)" -ge "$accepted" ]; then
+      QUEUED=$(metric edgemail_queue_depth "$@")
+      if [ "$QUEUED" = 0 ]; then
+        TOOK=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
+        return
+      fi
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      QUEUED=$(metric edgemail_queue_depth "$@")
+      return
+    fi
+    sleep 0.2
+  done
+}
 
-echo "== (c) two nodes, one PostgreSQL, one wrk each (half the connections each)"
-URL=$(database two)
-node_dir DIR1; node_dir DIR2
-seed "$DIR1" "$URL"
-node "$DIR1" --store "$URL" --node n1
-HTTP1=$HTTP; SERVER1=$SERVER
-mailbox "$HTTP1"
-node "$DIR2" --store "$URL" --node n2
-HTTP2=$HTTP; SERVER2=$SERVER
-DATA=$DIR1; S1=$(script c1)
-DATA=$DIR2; S2=$(script c2)
-HALF=$(( CONNECTIONS / 2 ))
-LOAD=$(loadavg)
-load 1 "$HALF" "$HTTP1" "$S1" "$DIR1/wrk-c.txt" &
-W1=$!
-load 1 "$HALF" "$HTTP2" "$S2" "$DIR2/wrk-c.txt" &
-W2=$!
-wait $W1 $W2
-cat "$DIR1/wrk-c.txt" "$DIR2/wrk-c.txt"
-R1=$(rate "$DIR1/wrk-c.txt"); R2=$(rate "$DIR2/wrk-c.txt")
-E=$(( $(errors "$DIR1/wrk-c.txt") + $(errors "$DIR2/wrk-c.txt") ))
-row "(c) two nodes, one PostgreSQL" "$(( R1 + R2 ))" "$(p99 "$DIR1/wrk-c.txt") / $(p99 "$DIR2/wrk-c.txt")" "$E" "$LOAD"
-RETRIES=$(curl -sf "http://$HTTP1/metrics" "http://$HTTP2/metrics" | awk '/^edgemail_store_retries_total/ { n += $2 } END { print n + 0 }')
-stop_nodes "$SERVER1 $SERVER2"
-pg_work two "$(( $(requests "$DIR1/wrk-c.txt") + $(requests "$DIR2/wrk-c.txt") ))"
-if [ "${STATEMENTS:-0}" = 1 ]; then
+# $1 / $2 to two places, or "n/a" when either is missing or zero.
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+FAILS=0
+# A goal: what ($1), the value ($2), the comparison ($3: ge, lt, eq) and the goal ($4).
+goal() {
+  local verdict
+  verdict=$(awk -v v="$2" -v op="$3" -v g="$4" 'BEGIN {
+    if (v == "n/a" || v == "") { print "FAIL"; exit }
+    ok = op == "ge" ? v + 0 >= g + 0 : op == "lt" ? v + 0 < g + 0 : v + 0 == g + 0
+    print ok ? "PASS" : "FAIL" }')
+  [ "$verdict" = PASS ] || FAILS=$(( FAILS + 1 ))
+  printf '| %-52s | %8s | %-6s | %-4s |\n' "$1" "$2" "$(case $3 in ge) echo ">= $4";; lt) echo "< $4";; *) echo "= $4";; esac)" "$verdict"
+}
+
+report() {
+  local most dups id
+  echo
+  echo "$(nproc) cores, $(date -u +%F), $DURATION per run, $CONNECTIONS connections in all," \
+    "$([ "$CG_MODE" = none ] && echo "no CPU quota" || echo "a node capped at $QUOTA cores ($CG_MODE)"), $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  if [ "$CG_MODE" = none ]; then
+    echo "!!!!!!!! WARNING: NO CPU QUOTA: $CG_WHY."
+    echo "!!!!!!!! The nodes ran unlimited on the machine's cores beside PostgreSQL, wrk and the sink:"
+    echo "!!!!!!!! the ratios below do not measure scale-out."
+  fi
+  printf '| %-40s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' "Run" "accepted/s" "end to end/s" \
+    "p99 (per node)" "errors" "dups" "retries (share)" "CPU ms/send" "idle"
+  printf '| %-40s | %10s | %12s | %-30s | %6s | %4s | %-16s | %7s | %4s |\n' --- --- --- --- --- --- --- --- ---
+  printf '%s\n' "${ROWS[@]}"
+  echo "accepted/s: 2xx answers / $SECS s; end to end/s: the same / the time until the sink had them all and"
+  echo "the queues were empty; errors: non-2xx answers and wrk's socket errors; dups: (Message-ID, recipient)"
+  echo "pairs the sink received more than once; share: retries / (group commits + retries); CPU: the"
+  echo "nodes' CPU time per accepted send; idle: the machine's idle CPU in % during the load"
+  if [ -n "$BUSY" ]; then
+    echo "!! The machine had under 5 % idle CPU during the load of$BUSY (load average now $(cut -d' ' -f1 /proc/loadavg)):"
+    echo "!! PostgreSQL, wrk, the sink or other work outside the quota had too little CPU, so those"
+    echo "!! figures may be the machine's, not the nodes'. Measure on an otherwise idle machine."
+  fi
+  echo
+  printf '| %-52s | %8s | %-6s | %-4s |\n' "Goal" "value" "goal" ""
+  printf '| %-52s | %8s | %-6s | %-4s |\n' --- --- --- ---
+  goal "(c) two nodes / (b) one node, accepted" "$(ratio "${ACC[c]}" "${ACC[b]}")" ge 1.7
+  goal "(c) two nodes / (b) one node, end to end" "$(ratio "${E2E[c]}" "${E2E[b]}")" ge 1.7
+  goal "(d) three nodes / (b) one node, accepted" "$(ratio "${ACC[d]}" "${ACC[b]}")" ge 2.3
+  goal "(d) three nodes / (b) one node, end to end" "$(ratio "${E2E[d]}" "${E2E[b]}")" ge 2.3
+  goal "(b) PostgreSQL / (a) redb, one node, accepted" "$(ratio "${ACC[b]}" "${ACC[a]}")" ge 0.5
+  goal "(b) PostgreSQL / (a) redb, one node, end to end" "$(ratio "${E2E[b]}" "${E2E[a]}")" ge 0.5
+  most=$(printf '%s\n' "${SHARE[b]}" "${SHARE[c]}" "${SHARE[d]}" | sort -g | tail -n 1)
+  goal "store retries, % of write transactions, (b)-(d) most" "$most" lt 1
+  dups=0
+  for id in a b c d; do dups=$(( dups + DUPS[$id] )); done
+  goal "duplicate deliveries, (a)-(d)" "$dups" eq 0
+  [ "$FAULTS" != 1 ] || goal "duplicate deliveries, (e) commits refused" "${DUPS[e]}" eq 0
+  if [ "$CG_MODE" = none ]; then
+    echo "!!!!!!!! WARNING: NO CPU QUOTA (see above): these verdicts are not the issue's."
+  fi
+  if [ "$FAILS" -gt 0 ] && [ "$STRICT" = 1 ]; then
+    echo "$FAILS goals failed (STRICT=1)"
+    exit 1
+  fi
+}
+
+echo "== CPU quota: $QUOTA cores a node ($CG_MODE)${CG_WHY:+: $CG_WHY}"
+run a "one node, redb" 1
+run b "one node, PostgreSQL" 1 one
+run c "two nodes, one PostgreSQL" 2 two
+run d "three nodes, one PostgreSQL" 3 three
+[ "$FAULTS" != 1 ] || run e "two nodes, $FAULT_RATE of queue deletes fail" 2 faults
+if [ "$STATEMENTS" = 1 ]; then
   echo "statements PostgreSQL refused (serialization failures, deadlocks), by edgemail table:"
   grep -o "parameters: \$1 = '[^']*'" "$PG_ROOT/log" | sort | uniq -c | sort -rn | head -n 12 || true
 fi
-
-echo
-echo "$(nproc) cores, $(date -u +%F), $DURATION per run, $CONNECTIONS connections in all, $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-printf '| %-36s | %9s | %-22s | %6s | %-5s |\n' "Run" "sends/s" "p99" "errors" "load"
-printf '| %-36s | %9s | %-22s | %6s | %-5s |\n' "---" "---" "---" "---" "---"
-printf '%s\n' "${ROWS[@]}"
-echo "errors: non-2xx answers and wrk's socket errors (a timeout is an answer later than 2 s)"
-echo "PostgreSQL serialization retries during (c), both nodes: $RETRIES"
+report

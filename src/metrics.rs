@@ -76,6 +76,8 @@ pub struct Metrics {
     store_writable: Gauge,
     store_faults: Counter,
     store_retries: Counter,
+    store_notifications: Counter,
+    store_listener_reconnects: Counter,
     smtp_sessions: Counter,
     tls_handshakes: Family<Result, Counter>,
     dns_lookups: Family<Result, Counter>,
@@ -120,6 +122,8 @@ impl Metrics {
             store_writable: Gauge::default(),
             store_faults: Counter::default(),
             store_retries: Counter::default(),
+            store_notifications: Counter::default(),
+            store_listener_reconnects: Counter::default(),
             smtp_sessions: Counter::default(),
             tls_handshakes: results(&OK_FAILED),
             dns_lookups: results(&OK_FAILED),
@@ -189,6 +193,16 @@ impl Metrics {
             format!("{p}store_retries"),
             "Group commits run again after a concurrent transaction (another node) won",
             self.store_retries.clone(),
+        );
+        r.register(
+            format!("{p}store_notifications"),
+            "Notifications of other nodes' writes received (PostgreSQL LISTEN)",
+            self.store_notifications.clone(),
+        );
+        r.register(
+            format!("{p}store_listener_reconnects"),
+            "Times the connection listening for those notifications was made again after a cut",
+            self.store_listener_reconnects.clone(),
         );
         r.register(
             format!("{p}smtp_sessions"),
@@ -276,6 +290,16 @@ pub fn store_commit(took: Duration) {
 /// A group commit lost a race on a shared store and runs again.
 pub fn store_retry() {
     METRICS.store_retries.inc();
+}
+
+/// A notification of a committed write arrived (shared store).
+pub fn store_notification() {
+    METRICS.store_notifications.inc();
+}
+
+/// The listening connection was made again after a cut; what was told meanwhile was lost.
+pub fn store_listener_reconnect() {
+    METRICS.store_listener_reconnects.inc();
 }
 
 /// The store turned degraded (`false`) or takes writes again (`true`).

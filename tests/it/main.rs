@@ -29,6 +29,7 @@ mod bounces;
 mod certificate;
 mod cli;
 mod cluster;
+mod cluster_notify;
 mod contacts;
 mod dashboard;
 mod dashboard_filters;

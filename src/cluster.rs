@@ -4,19 +4,24 @@
 //! (`cluster.lease`) and is then taken by another. One node at a time holds the leader's lease
 //! and runs the engines that must run once (sequences, warmup, the webhook dispatcher). Changes
 //! to the API keys are counted in the store, and every node reloads its key table when the
-//! count moves. On the embedded file there is one node: it leads, and claims nothing.
+//! count moves: at once when the store tells it (PostgreSQL notifications), and by reading the
+//! count on a timer as the fallback. On the embedded file there is one node: it leads, and claims
+//! nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::ids::now_ms;
 use crate::shutdown::Shutdown;
-use crate::store::{Result, Store};
+use crate::store::{Changes, Result, Store, Topic};
 
-/// How often a node reads the key generation: a key revoked on one node stops working on
-/// every node within this (plus a read).
+/// How often a node reads the key generation while no notifications arrive: a key revoked on
+/// one node stops working on every node within this (plus a read).
 const KEYS_POLL: Duration = Duration::from_millis(400);
+/// How often it reads it while they arrive (they tell a change at once): still within 2 s of a
+/// revocation should the listening connection be cut without its node noticing yet.
+const KEYS_POLL_LISTENING: Duration = Duration::from_millis(1500);
 /// On a shared store the writes of other nodes wake nobody here: scanners look again at least
 /// this often.
 const SCAN_POLL: Duration = Duration::from_secs(1);
@@ -125,21 +130,28 @@ impl Node {
             .await
     }
 
-    /// Until shutdown: renews the heartbeat four times a lease, and calls `keys_changed` when
-    /// another node changed the API keys.
+    /// Until shutdown: renews the heartbeat four times a lease, calls `keys_changed` when
+    /// another node changed the API keys, and `domains_changed` when one changed the hosted
+    /// domains (or their DKIM keys).
     pub async fn run(
         self: Arc<Self>,
         store: Arc<Store>,
         keys_changed: impl Fn() + Send + 'static,
+        domains_changed: impl Fn() + Send + 'static,
         mut shutdown: Shutdown,
     ) {
         if !self.shared {
             return;
         }
-        let mut generation = store.read(|r| r.keys_generation()).await.unwrap_or(0);
+        let mut keys = Keys {
+            generation: store.read(|r| r.keys_generation()).await.unwrap_or(0),
+            read_at: Instant::now(),
+            told: store.changes(),
+        };
+        let mut domains = store.changes();
         let mut renew = tokio::time::interval(self.lease / 4);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut keys = tokio::time::interval(KEYS_POLL);
+        let mut poll = tokio::time::interval(KEYS_POLL);
         loop {
             tokio::select! {
                 _ = renew.tick() => {
@@ -147,16 +159,38 @@ impl Node {
                         tracing::warn!(error = %e, "heartbeat not renewed");
                     }
                 }
-                _ = keys.tick() => match store.read(|r| r.keys_generation()).await {
-                    Ok(now) if now != generation => {
-                        generation = now;
-                        keys_changed();
+                _ = keys.told.wait(&[Topic::Keys]) => keys.check(&store, &keys_changed).await,
+                _ = poll.tick() => {
+                    let every = if store.listening() { KEYS_POLL_LISTENING } else { KEYS_POLL };
+                    if keys.read_at.elapsed() + KEYS_POLL / 2 >= every {
+                        keys.check(&store, &keys_changed).await;
                     }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "key generation not read"),
-                },
+                }
+                _ = domains.wait(&[Topic::Domains]) => domains_changed(),
                 _ = shutdown.wait() => break,
             }
+        }
+    }
+}
+
+/// The key generation as this node last read it, and the notifications that tell it moved.
+struct Keys {
+    generation: u64,
+    read_at: Instant,
+    told: Changes,
+}
+
+impl Keys {
+    /// Reads the generation; calls `changed` when it moved.
+    async fn check(&mut self, store: &Store, changed: &impl Fn()) {
+        self.read_at = Instant::now();
+        match store.read(|r| r.keys_generation()).await {
+            Ok(now) if now != self.generation => {
+                self.generation = now;
+                changed();
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "key generation not read"),
         }
     }
 }

@@ -77,6 +77,8 @@ pub struct Metrics {
     store_faults: Counter,
     store_retries: Counter,
     store_round_trips: Counter,
+    store_notifications: Counter,
+    store_listener_reconnects: Counter,
     smtp_sessions: Counter,
     tls_handshakes: Family<Result, Counter>,
     dns_lookups: Family<Result, Counter>,
@@ -122,6 +124,8 @@ impl Metrics {
             store_faults: Counter::default(),
             store_retries: Counter::default(),
             store_round_trips: Counter::default(),
+            store_notifications: Counter::default(),
+            store_listener_reconnects: Counter::default(),
             smtp_sessions: Counter::default(),
             tls_handshakes: results(&OK_FAILED),
             dns_lookups: results(&OK_FAILED),
@@ -196,6 +200,16 @@ impl Metrics {
             format!("{p}store_round_trips"),
             "Exchanges with PostgreSQL: statements sent together, and their answers awaited",
             self.store_round_trips.clone(),
+        );
+        r.register(
+            format!("{p}store_notifications"),
+            "Notifications of other nodes' writes received (PostgreSQL LISTEN)",
+            self.store_notifications.clone(),
+        );
+        r.register(
+            format!("{p}store_listener_reconnects"),
+            "Times the connection listening for those notifications was made again after a cut",
+            self.store_listener_reconnects.clone(),
         );
         r.register(
             format!("{p}smtp_sessions"),
@@ -288,6 +302,16 @@ pub fn store_retry() {
 /// One exchange with a shared store's server (PostgreSQL).
 pub fn store_round_trip() {
     METRICS.store_round_trips.inc();
+}
+
+/// A notification of a committed write arrived (shared store).
+pub fn store_notification() {
+    METRICS.store_notifications.inc();
+}
+
+/// The listening connection was made again after a cut; what was told meanwhile was lost.
+pub fn store_listener_reconnect() {
+    METRICS.store_listener_reconnects.inc();
 }
 
 /// The store turned degraded (`false`) or takes writes again (`true`).

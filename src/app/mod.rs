@@ -255,7 +255,13 @@ pub async fn run(server: Server, listeners: Listeners, shutdown: Shutdown) -> Re
                 }
             });
         };
-        tokio::spawn(node.clone().run(app.store.clone(), keys_changed, shutdown.clone()))
+        // A signer holds a domain's parsed keys; each use checks them against the stored ones,
+        // so dropping all on a change only frees those of removed or re-keyed domains.
+        let signers = app.signers.clone();
+        let domains_changed = move || signers.forget();
+        let run =
+            node.clone().run(app.store.clone(), keys_changed, domains_changed, shutdown.clone());
+        tokio::spawn(run)
     };
     let admin_path =
         listeners.admin.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));

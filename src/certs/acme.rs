@@ -21,7 +21,7 @@ use super::{Certs, Source};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::shutdown::Shutdown;
-use crate::store::{Store, StoredCertificate};
+use crate::store::{Store, StoredCertificate, Topic};
 
 /// How often the groups are looked at again when nothing is due: hosted domains come and go,
 /// and another node may have renewed a certificate.
@@ -75,6 +75,9 @@ pub async fn run(
     let (mut account, mut follower) = (None, Follower::default());
     let mut failures: HashMap<String, (u32, u64)> = HashMap::new();
     let mut look_at = 0;
+    // On a shared store: what other nodes store (certificates, challenge answers) is followed
+    // at once, and a domain hosted or removed anywhere makes the leader look at the groups.
+    let (mut stored, mut hosted) = (store.changes(), store.changes());
     loop {
         if let Some(store) = share
             && let Err(e) = follower.look(&certs, store).await
@@ -99,6 +102,8 @@ pub async fn run(
         }
         tokio::select! {
             () = tokio::time::sleep(role.poll(wait)) => {}
+            () = stored.wait(&[Topic::Certificates]) => {}
+            () = hosted.wait(&[Topic::Domains]) => look_at = 0,
             () = shutdown.wait() => return,
         }
     }

@@ -140,6 +140,14 @@ impl Signers {
         Ok(signer)
     }
 
+    /// Drops every signer: the next use of each domain parses its keys again. Called when the
+    /// hosted domains changed (on any node), so keys no longer stored are not kept in memory.
+    pub fn forget(&self) {
+        if let Ok(mut cache) = self.cache.write() {
+            cache.clear();
+        }
+    }
+
     /// `message` signed with `domain`'s keys on the signing threads.
     pub async fn sign(&self, domain: &Domain, message: Vec<u8>) -> Result<Vec<u8>> {
         let signer = self.get(domain)?;

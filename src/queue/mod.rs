@@ -28,7 +28,7 @@ use crate::dns::Dns;
 use crate::ids::now_ms;
 use crate::mail::sign::Signers;
 use crate::shutdown::Shutdown;
-use crate::store::{Email, Outcome, Store};
+use crate::store::{Email, Outcome, Store, Topic};
 use crate::tracking::Tokens;
 use crate::wake::Wake;
 use claim::{LEASE_LOST, claim};
@@ -157,6 +157,8 @@ impl Queue {
 /// flight to commit.
 pub async fn run(app: Engine, mut shutdown: Shutdown) {
     let queue = &app.queue;
+    // What other nodes queue (or give up) is told here on a shared store.
+    let mut told = app.store.changes();
     loop {
         if !app.store.writable() {
             // An attempt could not commit its outcome: a delivery made now would be made again
@@ -211,6 +213,7 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
         let wait = app.node.poll(wait);
         tokio::select! {
             _ = queue.wake.notified() => {}
+            _ = told.wait(&[Topic::Queue]) => {}
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait() => break,
         }

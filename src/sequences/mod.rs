@@ -43,6 +43,8 @@ pub struct Deps {
 }
 
 pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
+    // Enrollments made through other nodes are told here on a shared store.
+    let mut told = app.store.changes();
     loop {
         if !app.node.leads() {
             tokio::select! {
@@ -78,6 +80,7 @@ pub async fn run(app: Arc<Deps>, mut shutdown: Shutdown) {
         let wait = app.node.poll(wait);
         tokio::select! {
             _ = app.wake.notified() => {}
+            _ = told.wait(&[crate::store::Topic::Sequences]) => {}
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait() => break,
         }

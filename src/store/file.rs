@@ -34,8 +34,14 @@ impl File {
     }
 
     /// A store on the PostgreSQL database at `url` (`path` is still the node's data directory).
-    pub(super) fn connect(url: &str, path: &Path, connections: usize) -> Result<File> {
-        let db = Postgres::connect(url, connections)?;
+    /// Writes to the tables of `watched` are told to the nodes that listen.
+    pub(super) fn connect(
+        url: &str,
+        path: &Path,
+        connections: usize,
+        watched: &'static [&'static str],
+    ) -> Result<File> {
+        let db = Postgres::connect(url, connections, watched)?;
         Ok(File::holding(path, 0, true, Db::Postgres(db)))
     }
 

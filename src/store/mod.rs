@@ -56,6 +56,7 @@
 //! - `status`       the states of messages, recipients and enrollments
 //! - `senders`      each mailbox's history with its correspondents, evidence for the spam filter
 //! - `scan`         reads and removals over a domain's slice of a table
+//! - `changes`      the watched tables, and what the nodes sharing a store are told of their writes
 //! - `tables`       every table and its key layout
 //! - `writes`       writes handed to the group commit, and the wake-ups once they committed
 //! - `writer`       the group-commit thread, and the probe of a degraded store
@@ -70,6 +71,7 @@ mod backup;
 mod batches;
 mod bodies;
 mod certificates;
+mod changes;
 mod cluster;
 mod contacts;
 mod dmarc_seen;
@@ -137,6 +139,7 @@ pub use backup::{Checked, check_file, restore};
 pub use batches::Batch;
 pub use bodies::SentBody;
 pub use certificates::{StoredCertificate, StoredChallenge};
+pub use changes::{Changes, Topic};
 pub use contacts::{Contact, ContactUpsert, ContactsImported, MAX_CONTACT_FIELDS};
 pub use dmarc_seen::{DmarcGroup, DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 pub use domains::{DkimKey, Domain};
@@ -229,7 +232,9 @@ impl Store {
         let path = dir.join(DB_FILE);
         let shard = options.url.as_ref().and(options.node.as_deref()).map(Arc::from);
         let file = match &options.url {
-            Some(url) => Arc::new(file::File::connect(url, dir, options.connections)?),
+            Some(url) => {
+                Arc::new(file::File::connect(url, dir, options.connections, &changes::TABLES)?)
+            }
             None => {
                 file::create_private_dir(dir)?;
                 let file = file::File::open(&path, options.cache_size)?;

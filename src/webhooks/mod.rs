@@ -21,7 +21,7 @@ use crate::config::Webhooks;
 use crate::dns::Dns;
 use crate::ids::now_ms;
 use crate::shutdown::Shutdown;
-use crate::store::{AttemptOutcome, DueDelivery, Store};
+use crate::store::{AttemptOutcome, DueDelivery, Store, Topic};
 use crate::wake::Wake;
 use circuit::Circuits;
 use client::Client;
@@ -91,6 +91,8 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
     let (outcomes, received) = mpsc::unbounded_channel();
     let committer = tokio::spawn(commit(engine.clone(), received));
     let pruner = tokio::spawn(prune(engine.deps.clone()));
+    // Events recorded on other nodes are told here on a shared store.
+    let mut told = engine.deps.store.changes();
     loop {
         if !engine.deps.node.leads() {
             tokio::select! {
@@ -109,6 +111,7 @@ pub async fn run(deps: Arc<Deps>, mut shutdown: Shutdown) {
         let wait = engine.deps.node.poll(wait);
         tokio::select! {
             _ = engine.deps.wake.notified() => {}
+            _ = told.wait(&[Topic::Webhooks]) => {}
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait() => break,
         }

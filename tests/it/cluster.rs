@@ -12,10 +12,10 @@ use crate::harness::{Server, TempDir, share_store};
 use crate::mail_world::{MailWorld, basic};
 use crate::pg_cluster::Cluster;
 
-const LEASE: (&str, &str) = ("EDGEMAIL_CLUSTER_LEASE", "3s");
+pub const LEASE: (&str, &str) = ("EDGEMAIL_CLUSTER_LEASE", "3s");
 
 /// Node `a` (the world's server) and node `b`, on one fresh database.
-fn two_nodes() -> (MailWorld, Server, TempDir) {
+pub fn two_nodes() -> (MailWorld, Server, TempDir) {
     let url = Cluster::shared().database();
     let (dir_a, dir_b) = (TempDir::new("node-a"), TempDir::new("node-b"));
     share_store(&dir_a.0, &url);
@@ -25,11 +25,7 @@ fn two_nodes() -> (MailWorld, Server, TempDir) {
     (w, b, dir_b)
 }
 
-pub(crate) fn wait_until<T>(
-    what: &str,
-    within: Duration,
-    mut probe: impl FnMut() -> Option<T>,
-) -> T {
+pub fn wait_until<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + within;
     loop {
         if let Some(found) = probe() {
@@ -170,7 +166,7 @@ fn a_key_revoked_on_one_node_stops_working_on_the_other_within_two_seconds() {
 }
 
 /// Runs a CLI command against node a (through its admin socket); returns its output.
-fn on_node(w: &MailWorld, args: &[&str]) -> String {
+pub fn on_node(w: &MailWorld, args: &[&str]) -> String {
     let data = w.dir.0.to_string_lossy().into_owned();
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--data", &data]);

@@ -81,6 +81,16 @@ impl MailWorld {
         Self::spawn(dir, &self.extra_env, &all)
     }
 
+    /// `start_node` with some of this world's settings replaced (or added) by `env`.
+    pub fn start_node_with(&self, dir: &TempDir, args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut all_env = self.extra_env.clone();
+        all_env.retain(|(k, _)| !env.iter().any(|(name, _)| name == k));
+        all_env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let mut all = self.extra_args.clone();
+        all.extend(args.iter().map(|a| a.to_string()));
+        Self::spawn(dir, &all_env, &all)
+    }
+
     fn spawn(dir: &TempDir, env: &[(String, String)], args: &[String]) -> Server {
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

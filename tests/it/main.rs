@@ -30,6 +30,7 @@ mod certificate;
 mod cli;
 mod cluster;
 mod cluster_faults;
+mod cluster_notify;
 mod contacts;
 mod dashboard;
 mod dashboard_filters;

@@ -253,7 +253,7 @@ fn the_relay_certificate_is_verified_and_a_failed_handshake_never_falls_back() {
 }
 
 /// Zone-file lines of the DKIM keys that `domain add` printed: (name, TXT value).
-fn dkim_records(printed: &str) -> Vec<(String, String)> {
+pub fn dkim_records(printed: &str) -> Vec<(String, String)> {
     printed
         .lines()
         .filter(|l| l.contains("._domainkey."))

@@ -106,6 +106,15 @@ impl Cluster {
         self.run("createdb", &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", &name]);
         format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
     }
+
+    /// Runs `sql` (psql, as the superuser) in the database `name`; answers its rows, one a line,
+    /// fields separated by `|`.
+    pub fn sql(&self, name: &str, sql: &str) -> String {
+        let port = self.port.to_string();
+        let args =
+            ["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", name, "-XAtq", "-c", sql];
+        String::from_utf8_lossy(&self.run("psql", &args).stdout).into_owned()
+    }
 }
 
 /// Stops the cluster once this process has exited, however it exits.

@@ -22,7 +22,7 @@ use super::error::Result;
 
 pub use embedded::{Embedded, Redb};
 pub use key::Key;
-pub use postgres::Postgres;
+pub use postgres::{Changed, Postgres};
 pub use table::{ReadableTable, Table, TableDefinition};
 pub use value::Value;
 
@@ -271,6 +271,20 @@ impl Db {
             Db::Redb(db) => Some(db),
             Db::Postgres(_) => None,
         }
+    }
+
+    /// What other nodes wrote to the watched tables: `None` on the file, which one process owns
+    /// (its own writes wake its engines directly).
+    pub fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Changed>> {
+        match self {
+            Db::Redb(_) => None,
+            Db::Postgres(db) => Some(db.changes()),
+        }
+    }
+
+    /// Whether notifications of other nodes' writes arrive now.
+    pub fn listening(&self) -> bool {
+        matches!(self, Db::Postgres(db) if db.listening())
     }
 }
 

@@ -23,7 +23,7 @@ impl<'n, K, V> TableDefinition<'n, K, V> {
         TableDefinition { name, types: PhantomData }
     }
 
-    pub fn name(&self) -> &'n str {
+    pub const fn name(&self) -> &'n str {
         self.name
     }
 }

@@ -13,7 +13,10 @@
 //! BEGIN goes with its first statement, its puts and deletes wait (`pending`) until a range read
 //! of their table or the commit, and then go as one statement each, in one exchange with the
 //! COMMIT.
+//!
+//! Writes to the tables the store watches are told to the other nodes (`notify`).
 
+mod notify;
 mod pages;
 mod pending;
 
@@ -29,6 +32,7 @@ use super::{
     Backend, Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Snapshot, Transaction,
     WriteTable, WriteTxn,
 };
+pub use notify::Changed;
 use pages::Pages;
 use pending::{Columns, Pending};
 
@@ -80,6 +84,9 @@ pub struct Postgres {
     /// Where the connections' tasks run; `None` once dropped.
     runtime: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
+    // notify: the tables whose writes are told, and the connection that listens.
+    watched: &'static [&'static str],
+    listener: notify::Listener,
 }
 
 impl Drop for Postgres {
@@ -94,8 +101,14 @@ impl Drop for Postgres {
 
 impl Postgres {
     /// Connects to `url` (a `postgres://` URL) with up to `connections` connections, and creates
-    /// the relation when absent.
-    pub fn connect(url: &str, connections: usize) -> Result<Postgres> {
+    /// the relation when absent. A committed write to a table of `watched` is told to every
+    /// node that listens (`changes`).
+    pub fn connect(
+        url: &str,
+        connections: usize,
+        watched: &'static [&'static str],
+    ) -> Result<Postgres> {
+        notify::check(watched).map_err(Error::internal)?;
         let config: tokio_postgres::Config = url.parse().map_err(|e| {
             Error::invalid(format!("store URL: {e}"), "use postgres://user@host/db")
         })?;
@@ -105,6 +118,7 @@ impl Postgres {
             .enable_all()
             .build()
             .map_err(|e| Error::io("cannot start the PostgreSQL runtime", e))?;
+        let listener = notify::Listener::new(&config, NoTls, runtime.handle());
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -115,7 +129,7 @@ impl Postgres {
             .build()
             .map_err(|e| Error::internal(format!("PostgreSQL pool: {e}")))?;
         let handle = runtime.handle().clone();
-        let db = Postgres { pool, runtime: Some(runtime), handle };
+        let db = Postgres { pool, runtime: Some(runtime), handle, watched, listener };
         let client = db.client()?;
         wait(client.batch_execute(SCHEMA))?;
         Ok(db)
@@ -135,8 +149,20 @@ impl Postgres {
         Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
     }
 
+    /// What committed writes to the watched tables, of any node, from now on. The first call
+    /// starts the listening connection.
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<Changed> {
+        self.listener.subscribe()
+    }
+
+    /// Whether the listening connection is up: notifications arrive.
+    pub fn listening(&self) -> bool {
+        self.listener.connected()
+    }
+
     fn begin(&self, sql: &'static str) -> Result<Txn> {
-        let state = State { begin: Some(sql), failed: None, pending: Pending::default() };
+        let written = notify::Written::new(self.watched);
+        let state = State { begin: Some(sql), failed: None, pending: Pending::default(), written };
         Ok(Txn { client: Some(self.client()?), handle: self.handle.clone(), state: state.into() })
     }
 }
@@ -178,6 +204,8 @@ struct State {
     /// Whether a statement failed, and whether that was a lost race.
     failed: Option<bool>,
     pending: Pending,
+    /// The watched tables written, to be told at commit.
+    written: notify::Written,
 }
 
 /// Runs `begin` (when still to be sent) and then `work`, in one exchange with the server: both
@@ -235,7 +263,7 @@ impl Txn {
     }
 
     /// Sends `columns` and then `end` (COMMIT), all in one exchange.
-    fn send(&self, columns: &Columns, end: Option<&'static str>) -> Result<()> {
+    fn send(&self, columns: &Columns, end: Option<&str>) -> Result<()> {
         let client = self.client()?;
         let begin = self.state().begin.take();
         crate::metrics::store_round_trip();
@@ -334,7 +362,8 @@ impl Transaction for Txn {
         match failed {
             None if !begun && columns.is_empty() => Ok(()),
             None => {
-                let committed = self.send(&columns, Some("COMMIT"));
+                let commit = self.state().written.commit();
+                let committed = self.send(&columns, Some(commit.as_ref()));
                 if let Some(client) = self.client.take()
                     && committed.is_err()
                 {
@@ -393,11 +422,14 @@ impl ReadTable for Rel<'_> {
 
 impl WriteTable for Rel<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.txn.state().pending.put(&self.name, key, value);
+        let mut state = self.txn.state();
+        state.written.note(&self.name);
+        state.pending.put(&self.name, key, value);
         Ok(())
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        self.txn.state().written.note(&self.name);
         if let Some(held) = self.txn.state().pending.delete(&self.name, key) {
             // The held write is now a held delete: a row the server has goes at the flush.
             return Ok(held.map(Bytes::Owned));

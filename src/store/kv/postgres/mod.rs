@@ -13,16 +13,20 @@
 //! BEGIN goes with its first statement, its puts and deletes wait (`pending`) until a range read
 //! of their table or the commit, and then go as one statement each, in one exchange with the
 //! COMMIT.
+//!
+//! The connections use TLS as the URL's libpq parameters ask (`url`, `tls`).
 
 mod pages;
 mod pending;
+mod tls;
+mod url;
 
 use std::ops::Bound;
 use std::sync::Mutex;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::Statement;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{NoTls, Statement};
 
 use super::super::error::{Error, Result};
 use super::{
@@ -94,10 +98,13 @@ impl Drop for Postgres {
 
 impl Postgres {
     /// Connects to `url` (a `postgres://` URL) with up to `connections` connections, and creates
-    /// the relation when absent.
+    /// the relation when absent. A first connection is made here, so that a wrong address,
+    /// password or certificate stops the start with its reason.
     pub fn connect(url: &str, connections: usize) -> Result<Postgres> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| {
-            Error::invalid(format!("store URL: {e}"), "use postgres://user@host/db")
+        let target = url::parse(url)?;
+        let hosts = &target.hosts;
+        let tls = tls::connector(&target.tls).map_err(|e| {
+            Error::invalid(format!("store URL for {hosts}: {e}"), "fix or remove that parameter")
         })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -106,8 +113,8 @@ impl Postgres {
             .build()
             .map_err(|e| Error::io("cannot start the PostgreSQL runtime", e))?;
         let manager = Manager::from_config(
-            config,
-            NoTls,
+            target.config,
+            tls,
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = Pool::builder(manager)
@@ -116,7 +123,16 @@ impl Postgres {
             .map_err(|e| Error::internal(format!("PostgreSQL pool: {e}")))?;
         let handle = runtime.handle().clone();
         let db = Postgres { pool, runtime: Some(runtime), handle };
-        let client = db.client()?;
+        let client = match db.client() {
+            Err(Error::Storage(e)) | Err(Error::Contention(e)) => {
+                let text = match e.downcast_ref::<tokio_postgres::Error>() {
+                    Some(e) => url::failure(hosts, e),
+                    None => format!("cannot connect to PostgreSQL at {hosts}: {e}"),
+                };
+                return Err(Error::Unavailable(text));
+            }
+            other => other?,
+        };
         wait(client.batch_execute(SCHEMA))?;
         Ok(db)
     }

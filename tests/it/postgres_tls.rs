@@ -18,9 +18,11 @@ use crate::pg_cluster::Cluster;
 /// The login's password: no error may show it.
 const PASSWORD: &str = "pg-tls-secret-7";
 
-/// Logins as `edgemail` only over TLS, by SCRAM; the superuser (for setting up) without.
+/// Logins as `edgemail` only over TLS, by SCRAM; as `certuser` by a client certificate the CA
+/// issued; the superuser (for setting up) without.
 const HBA: &str = "local all all trust
 hostssl all edgemail 127.0.0.1/32 scram-sha-256
+hostssl all certuser 127.0.0.1/32 cert
 host all postgres 127.0.0.1/32 trust
 ";
 
@@ -29,6 +31,8 @@ struct Tls {
     /// The CA that issued the server's certificate, and one that did not (PEM files).
     ca: String,
     other_ca: String,
+    /// A client certificate for `certuser` and its key (PEM files).
+    client: (String, String),
 }
 
 fn authority(name: &str) -> (String, Issuer<'static, KeyPair>) {
@@ -51,28 +55,40 @@ fn tls() -> &'static Tls {
         let params = CertificateParams::new(vec!["db.test".to_owned()]).expect("params"); // ok: test
         let cert = params.signed_by(&key, &issuer).expect("server cert"); // ok: test
         let (cert, key) = (cert.pem(), key.serialize_pem());
-        let files: [(&str, &[u8]); 3] = [
+        let files: [(&str, &[u8]); 4] = [
             ("server.crt", cert.as_bytes()),
             ("server.key", key.as_bytes()),
+            ("root.crt", ca.as_bytes()),
             ("pg_hba.conf", HBA.as_bytes()),
         ];
-        let cluster = Cluster::start_with(&files, &["ssl=on"]);
+        let cluster = Cluster::start_with(&files, &["ssl=on", "ssl_ca_file=root.crt"]);
         cluster.sql("postgres", &format!("CREATE ROLE edgemail LOGIN PASSWORD '{PASSWORD}'"));
+        cluster.sql("postgres", "CREATE ROLE certuser LOGIN");
+        let client_key = KeyPair::generate().expect("client key"); // ok: test
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params"); // ok: test
+        params.distinguished_name.push(DnType::CommonName, "certuser");
+        let client = params.signed_by(&client_key, &issuer).expect("client cert"); // ok: test
         let write = |name: &str, pem: &str| {
             let path = cluster.root.join(name);
             std::fs::write(&path, pem).expect("write a CA file"); // ok: test
             path.to_string_lossy().into_owned()
         };
         let (ca, other_ca) = (write("ca.pem", &ca), write("other-ca.pem", &other_ca));
-        Tls { cluster, ca, other_ca }
+        let client =
+            (write("client.pem", &client.pem()), write("client.key", &client_key.serialize_pem()));
+        Tls { cluster, ca, other_ca, client }
     })
 }
 
 impl Tls {
     /// A new database owned by `edgemail`; returns its name.
     fn database(&self) -> String {
+        self.database_of("edgemail")
+    }
+
+    fn database_of(&self, owner: &str) -> String {
         let name = format!("tls{}_{}", std::process::id(), unique());
-        self.cluster.sql("postgres", &format!("CREATE DATABASE {name} OWNER edgemail"));
+        self.cluster.sql("postgres", &format!("CREATE DATABASE {name} OWNER {owner}"));
         name
     }
 
@@ -209,4 +225,18 @@ fn require_needs_a_server_with_tls_and_prefer_does_without() {
         let (ok, text) = domain_list(&url);
         assert!(ok, "{url}: {text}");
     }
+}
+
+#[test]
+fn a_client_certificate_logs_in_where_the_server_asks_for_one() {
+    let t = tls();
+    let db = t.database_of("certuser");
+    let port = t.cluster.port;
+    let base = format!("postgres://certuser@db.test:{port}/{db}?hostaddr=127.0.0.1");
+    let verified = format!("{base}&sslmode=verify-full&sslrootcert={}", t.ca);
+    let (cert, key) = &t.client;
+    let (ok, text) = domain_list(&format!("{verified}&sslcert={cert}&sslkey={key}"));
+    assert!(ok, "with the client certificate: {text}");
+    let (ok, text) = domain_list(&verified);
+    assert!(!ok, "certuser logged in without a certificate: {text}");
 }

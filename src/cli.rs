@@ -147,7 +147,8 @@ pub struct Common {
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
     /// Keep the data in this PostgreSQL database (postgres://...) instead of the data file,
-    /// so that several nodes can share it.
+    /// so that several nodes can share it. TLS as libpq's URL parameters say, e.g.
+    /// ?sslmode=verify-full&sslrootcert=/path/ca.pem (see docs/postgresql-and-clusters.md).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// This node's name among the nodes sharing a store (default: the host name).

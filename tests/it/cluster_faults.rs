@@ -35,10 +35,11 @@ const MESSAGES: usize = 30;
 fn deliveries_whose_outcome_cannot_be_committed_are_not_made_twice() {
     let cluster = Cluster::shared();
     let url = cluster.database();
+    let db = url.rsplit('/').next().expect("a database name").to_owned(); // ok: test
     let dir = TempDir::new("node-faults");
     share_store(&dir.0, &url);
     let w = MailWorld::start_in(dir, &[("EDGEMAIL_CLUSTER_NODE", "a")], &[]);
-    cluster.psql(&url, INJECT);
+    cluster.sql(&db, INJECT);
     // Scheduled, so every send is accepted before the store starts refusing.
     let at = edgemail::ids::now_ms() + 1500;
     let mut ids = Vec::new();
@@ -48,13 +49,13 @@ fn deliveries_whose_outcome_cannot_be_committed_are_not_made_twice() {
         let sent = w.send(body).expect(200).json();
         ids.push(sent["messageId"].as_str().expect("id").to_owned());
     }
-    cluster.psql(&url, "UPDATE edgemail_inject SET fail = true");
+    cluster.sql(&db, "UPDATE edgemail_inject SET fail = true");
     w.sink.wait_for(MESSAGES, Duration::from_secs(30));
     // Longer than the writer's retries plus the pause after which an attempt that gave up is
     // started again (5 s): before the fix, every message arrived a second time in here.
     std::thread::sleep(Duration::from_secs(8));
     let refused = w.server.log().matches("delivery outcome held").count();
-    cluster.psql(&url, "UPDATE edgemail_inject SET fail = false");
+    cluster.sql(&db, "UPDATE edgemail_inject SET fail = false");
     for id in &ids {
         wait_until("the outcome committed", Duration::from_secs(30), || {
             let email = w.api().get(&format!("/v1/emails/{id}")).expect(200).json();

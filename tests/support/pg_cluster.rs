@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub struct Cluster {
     pub port: u16,
+    /// Holds the data directory and the socket; removed when the test process is gone.
+    pub root: PathBuf,
     bin: PathBuf,
     owner: Option<&'static str>,
 }
@@ -66,35 +68,57 @@ impl Cluster {
     }
 
     fn start() -> Cluster {
+        Cluster::start_with(&[], &[])
+    }
+
+    /// A cluster of its own (not the shared one), with `files` written into its data directory
+    /// after `initdb` (owned by the server's user and private to it: PostgreSQL refuses a key
+    /// file others may read) and each of `settings` passed as a `-c` option.
+    pub fn start_with(files: &[(&str, &[u8])], settings: &[&str]) -> Cluster {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
         let owner = is_root().then_some("postgres");
-        let root = std::env::temp_dir().join(format!("em-pg-{}", std::process::id()));
+        let root = std::env::temp_dir().join(format!("em-pg-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).expect("cluster dir");
-        if let Some(user) = owner {
-            let chown = Command::new("chown").arg(user).arg(&root).status().expect("chown");
-            assert!(chown.success(), "chown the cluster directory to {user}");
-        }
-        let cluster = Cluster { port: free_port(), bin: bin_dir(), owner };
+        let chown = |path: &Path| {
+            if let Some(user) = owner {
+                let chown = Command::new("chown").arg(user).arg(path).status().expect("chown");
+                assert!(chown.success(), "chown {} to {user}", path.display());
+            }
+        };
+        chown(&root);
+        let cluster = Cluster { port: free_port(), root: root.clone(), bin: bin_dir(), owner };
         let data = root.join("data");
         let data_s = data.to_string_lossy().into_owned();
         cluster.run("initdb", &["-A", "trust", "-U", "postgres", "-D", &data_s, "--no-sync"]);
-        let options = format!(
+        for (name, contents) in files {
+            let path = data.join(name);
+            std::fs::write(&path, contents).expect("write a cluster file");
+            use std::os::unix::fs::PermissionsExt;
+            let private = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(&path, private).expect("chmod a cluster file");
+            chown(&path);
+        }
+        let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=400 \
              -c shared_buffers=32MB -c fsync=off -c synchronous_commit=off",
             cluster.port,
             root.display()
         );
+        for setting in settings {
+            options.push_str(&format!(" -c {setting}"));
+        }
         let log = root.join("log").to_string_lossy().into_owned();
         cluster.run("pg_ctl", &["-D", &data_s, "-o", &options, "-l", &log, "-w", "start"]);
         watch(&cluster, &root, &data);
         cluster
     }
 
-    /// Runs `sql` in the database of `url` (one made by `database`).
-    pub fn psql(&self, url: &str, sql: &str) -> String {
-        let name = url.rsplit('/').next().expect("a database name in the URL");
+    /// Runs `sql` as the superuser on `database`; returns psql's unaligned output.
+    pub fn sql(&self, database: &str, sql: &str) -> String {
         let port = self.port.to_string();
-        let args = ["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", name, "-Atc", sql];
+        let args = ["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", database, "-Atc", sql];
         String::from_utf8_lossy(&self.run("psql", &args).stdout).trim().to_owned()
     }
 
@@ -105,15 +129,6 @@ impl Cluster {
         let port = self.port.to_string();
         self.run("createdb", &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", &name]);
         format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
-    }
-
-    /// Runs `sql` (psql, as the superuser) in the database `name`; answers its rows, one a line,
-    /// fields separated by `|`.
-    pub fn sql(&self, name: &str, sql: &str) -> String {
-        let port = self.port.to_string();
-        let args =
-            ["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", name, "-XAtq", "-c", sql];
-        String::from_utf8_lossy(&self.run("psql", &args).stdout).into_owned()
     }
 }
 

@@ -14,18 +14,21 @@
 //! of their table or the commit, and then go as one statement each, in one exchange with the
 //! COMMIT.
 //!
-//! Writes to the tables the store watches are told to the other nodes (`notify`).
+//! Writes to the tables the store watches are told to the other nodes (`notify`). The
+//! connections use TLS as the URL's libpq parameters ask (`url`, `tls`).
 
 mod notify;
 mod pages;
 mod pending;
+mod tls;
+mod url;
 
 use std::ops::Bound;
 use std::sync::Mutex;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::Statement;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{NoTls, Statement};
 
 use super::super::error::{Error, Result};
 use super::{
@@ -101,16 +104,19 @@ impl Drop for Postgres {
 
 impl Postgres {
     /// Connects to `url` (a `postgres://` URL) with up to `connections` connections, and creates
-    /// the relation when absent. A committed write to a table of `watched` is told to every
-    /// node that listens (`changes`).
+    /// the relation when absent. A first connection is made here, so that a wrong address,
+    /// password or certificate stops the start with its reason. A committed write to a table
+    /// of `watched` is told to every node that listens (`changes`).
     pub fn connect(
         url: &str,
         connections: usize,
         watched: &'static [&'static str],
     ) -> Result<Postgres> {
         notify::check(watched).map_err(Error::internal)?;
-        let config: tokio_postgres::Config = url.parse().map_err(|e| {
-            Error::invalid(format!("store URL: {e}"), "use postgres://user@host/db")
+        let target = url::parse(url)?;
+        let hosts = &target.hosts;
+        let tls = tls::connector(&target.tls).map_err(|e| {
+            Error::invalid(format!("store URL for {hosts}: {e}"), "fix or remove that parameter")
         })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -118,10 +124,10 @@ impl Postgres {
             .enable_all()
             .build()
             .map_err(|e| Error::io("cannot start the PostgreSQL runtime", e))?;
-        let listener = notify::Listener::new(&config, NoTls, runtime.handle());
+        let listener = notify::Listener::new(&target.config, tls.clone(), runtime.handle());
         let manager = Manager::from_config(
-            config,
-            NoTls,
+            target.config,
+            tls,
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = Pool::builder(manager)
@@ -130,7 +136,16 @@ impl Postgres {
             .map_err(|e| Error::internal(format!("PostgreSQL pool: {e}")))?;
         let handle = runtime.handle().clone();
         let db = Postgres { pool, runtime: Some(runtime), handle, watched, listener };
-        let client = db.client()?;
+        let client = match db.client() {
+            Err(Error::Storage(e)) | Err(Error::Contention(e)) => {
+                let text = match e.downcast_ref::<tokio_postgres::Error>() {
+                    Some(e) => url::failure(hosts, e),
+                    None => format!("cannot connect to PostgreSQL at {hosts}: {e}"),
+                };
+                return Err(Error::Unavailable(text));
+            }
+            other => other?,
+        };
         wait(client.batch_execute(SCHEMA))?;
         Ok(db)
     }

@@ -256,9 +256,10 @@ run() {
     p99s="$p99s${p99s:+ / }$(p99 "$f")"
   done
   delivered "$id" "$accepted" "${https[@]}"
-  local retries commits cpu=0 throttled="" xacts="-" dups
+  local retries commits trips cpu=0 throttled="" xacts="-" dups
   retries=$(metric edgemail_store_retries_total "${https[@]}")
   commits=$(metric edgemail_store_commit_duration_seconds_count "${https[@]}")
+  trips=$(metric edgemail_store_round_trips_total "${https[@]}")
   for i in $(seq "$n"); do
     cpu=$(( cpu + $(cg_cpu_ns "$id-n$i" "${pids[i-1]}") - cpu0[i-1] ))
     throttled="$throttled${throttled:+/}$(cg_throttled "$id-n$i")"
@@ -276,7 +277,8 @@ run() {
   SHARE[$id]=$(awk -v r="$retries" -v c="$commits" 'BEGIN { printf "%.2f", (c + r > 0 ? 100 * r / (c + r) : 0) }')
   echo "accepted $accepted (${ACC[$id]}/s, errors $errs, p99 $p99s, machine idle $idle %); sink: $(sink "$id" distinct) delivered," \
     "$dups duplicates, ${TOOK:-incomplete after $WAIT s}${TOOK:+ s since the load began}; queued at the end: $QUEUED"
-  echo "store: $retries retries, $commits group commits (${SHARE[$id]} %), PostgreSQL transactions $xacts;" \
+  echo "store: $retries retries, $commits group commits (${SHARE[$id]} %), PostgreSQL transactions $xacts," \
+    "$(awk -v t="$trips" -v a="$accepted" 'BEGIN { printf "%.1f", (a > 0 ? t / a : 0) }') round trips per accepted send;" \
     "node CPU $(awk -v c="$cpu" 'BEGIN { printf "%.2f", c / 1e9 }') s, throttled periods $throttled"
   [ "$id" != e ] || echo "commits refused by the injected fault: $(refusals "$db")"
   [ "$dups" = 0 ] || { echo "delivered more than once (times, Message-ID, recipient):"; curl -sf "http://127.0.0.1:$SINK_STATUS/$id/duplicates" | head -n 5 || true; }

@@ -61,6 +61,9 @@ impl Wtx<'_> {
         }
         let mut claims = self.tx.open_table(CLAIMS)?;
         let holder = claims.get(id)?.map(|v| v.value().to_owned());
+        if holder.as_deref() == Some(node) {
+            return Ok(true);
+        }
         if let Some(holder) = holder
             && holder != node
             && alive(self, &holder, now)?

@@ -23,6 +23,10 @@ impl Wtx<'_> {
     pub fn enqueue(&mut self, email: &Email, due: u64) -> Result<()> {
         self.insert_email(email)?;
         self.tx.open_table(QUEUE)?.insert((due, email.summary.id.as_str()), ())?;
+        if let Some(node) = self.shard {
+            // Each node delivers what it accepted (its spool); others take over after its lease.
+            self.tx.open_table(CLAIMS)?.insert(email.summary.id.as_str(), node)?;
+        }
         if let Some(message_id) = &email.message_id {
             let mut ids = self.tx.open_table(MESSAGE_IDS)?;
             ids.insert(message_id.as_str(), email.summary.id.as_str())?;

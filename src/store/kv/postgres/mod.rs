@@ -17,6 +17,7 @@
 //! Writes to the tables the store watches are told to the other nodes (`notify`). The
 //! connections use TLS as the URL's libpq parameters ask (`url`, `tls`).
 
+mod fail;
 mod notify;
 mod pages;
 mod pending;
@@ -28,13 +29,13 @@ use std::sync::Mutex;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use tokio_postgres::Statement;
-use tokio_postgres::error::SqlState;
 
 use super::super::error::{Error, Result};
 use super::{
     Backend, Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Snapshot, Transaction,
     WriteTable, WriteTxn,
 };
+use fail::{lost_race, pool_error};
 pub use notify::Changed;
 use pages::Pages;
 use pending::{Columns, Pending};
@@ -54,27 +55,6 @@ const UPSERT: &str = "INSERT INTO edgemail_kv (tbl, k, v) \
     ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v";
 const DELETE: &str = "DELETE FROM edgemail_kv AS d \
     USING unnest($1::text[], $2::bytea[]) AS x(tbl, k) WHERE d.tbl = x.tbl AND d.k = x.k";
-
-/// Whether PostgreSQL refused the statement because a concurrent transaction won.
-fn lost_race(e: &tokio_postgres::Error) -> bool {
-    matches!(
-        e.code(),
-        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
-    )
-}
-
-impl From<tokio_postgres::Error> for Error {
-    fn from(e: tokio_postgres::Error) -> Self {
-        if lost_race(&e) { Error::Contention(Box::new(e)) } else { Error::Storage(Box::new(e)) }
-    }
-}
-
-fn pool_error(e: deadpool_postgres::PoolError) -> Error {
-    match e {
-        deadpool_postgres::PoolError::Backend(e) => e.into(),
-        other => Error::Unavailable(format!("no PostgreSQL connection: {other}")),
-    }
-}
 
 /// Waits for `future` on this thread.
 fn wait<F: std::future::Future>(future: F) -> F::Output {

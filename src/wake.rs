@@ -30,8 +30,9 @@ impl Broadcast {
         self.0.notify_waiters();
     }
 
-    /// Resolves at the next `wake_all`.
-    pub async fn notified(&self) {
-        self.0.notified().await;
+    /// Resolves at the next `wake_all` after this call, polled or not yet: a waiter that takes
+    /// it before looking at the state misses no wake-up that comes while it looks.
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.0.notified()
     }
 }

@@ -181,6 +181,7 @@ fn serve_imap(
         inflight: crate::imap::budget(app.config.imap.max_inflight_bytes),
         quota_bytes: app.config.mailbox.quota_bytes,
         junk: app.junk.clone(),
+        watch: Default::default(),
     });
     let [plain, implicit] = listeners;
     [(plain, false), (implicit, true)]

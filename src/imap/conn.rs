@@ -21,6 +21,13 @@ use crate::listener::{Presence, Waited};
 
 /// Malformed commands in a row before the connection is dropped.
 const MAX_BAD: u32 = 20;
+/// The read buffer of a session at rest. Most of a session's life is spent waiting for its
+/// next short command (or in IDLE for DONE), and ten thousand sessions each holding a buffer
+/// sized for an APPEND would hold 160 MB doing nothing.
+const READ_AT_REST: usize = 1024;
+/// The most a read takes at once: a read that fills the buffer doubles it up to this, and a
+/// short read shrinks it back to `READ_AT_REST`.
+const READ_MOST: usize = 16 * 1024;
 
 #[derive(Debug)]
 pub enum ConnError {
@@ -115,7 +122,7 @@ impl Conn {
         Conn {
             io,
             server: Server::new(options(), greeting),
-            input: vec![0; 16 * 1024],
+            input: vec![0; READ_AT_REST],
             pending: VecDeque::new(),
             bad_in_a_row: 0,
             gate: Gate::new(budget),
@@ -249,7 +256,19 @@ impl Conn {
             Waited::Done(Ok(n)) => n,
         };
         self.gate.take(&self.input[..n]);
+        self.fit_input(n);
         Ok(())
+    }
+
+    /// Sizes the read buffer after a read of `n` bytes: larger while the client streams (a
+    /// literal), back to `READ_AT_REST` once it sends little, so an idle session holds 1 KiB.
+    fn fit_input(&mut self, n: usize) {
+        let len = self.input.len();
+        if n == len && len < READ_MOST {
+            self.input.resize((len * 2).min(READ_MOST), 0);
+        } else if n < READ_AT_REST && len > READ_AT_REST {
+            self.input = vec![0; READ_AT_REST];
+        }
     }
 
     /// Answers input the flow could not take with a BAD, keeping the session.

@@ -1,6 +1,6 @@
-//! IDLE (RFC 2177): the client waits and the server tells it as soon as its folder changes. A
-//! write that changes a folder wakes every idling session (`Store::mail_changes`); a timer
-//! looks again every second in case a wake-up fell between two waits.
+//! IDLE (RFC 2177): the client waits and the server tells it as soon as its folder changes.
+//! The session waits on its folder's watch (`watch.rs`: one task looks at the folders sessions
+//! idle in, and wakes the sessions of those that changed); its own timer only backs that up.
 
 use std::time::Duration;
 
@@ -12,7 +12,8 @@ use super::conn::{Conn, ConnError};
 use super::reply::{bad, ok};
 use super::session::Session;
 
-const RECHECK: Duration = Duration::from_secs(1);
+/// A session's own look, should its folder's watch miss a change.
+const FALLBACK: Duration = Duration::from_secs(30);
 
 impl Session {
     /// Serves one IDLE command until DONE, a timeout or a lost connection. A method of the
@@ -24,17 +25,21 @@ impl Session {
         tag: Tag<'static>,
     ) -> Result<(), ConnError> {
         let session = self;
-        if session.user.is_none() || session.view.is_none() {
+        let Some(view) = session.view.as_ref().filter(|_| session.user.is_some()) else {
             let _ = conn.flow().idle_reject(bad(&tag, "select a folder first"));
             return Ok(());
-        }
+        };
         let go_on =
             CommandContinuationRequest::basic(None, "idling").unwrap_or_else(|_| unreachable!()); // ok: constant text
         let _ = conn.flow().idle_accept(go_on);
-        session.announce(conn).await;
+        let deps = session.deps.clone();
+        let watching =
+            deps.watch.watch(&deps.store, &view.mailbox, view.folder, view.state.changes);
+        // Taken before each look at the folder, so a change during the look wakes the next wait.
+        let mut changed = std::pin::pin!(watching.changed());
+        Box::pin(session.announce(conn)).await;
         conn.flush().await?;
-        let changes = session.deps.store.mail_changes();
-        let limit = session.deps.config.idle_timeout;
+        let limit = deps.config.idle_timeout;
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -48,10 +53,12 @@ impl Session {
                         return Ok(());
                     }
                 }
-                _ = changes.notified() => {}
-                _ = tokio::time::sleep(RECHECK) => {}
+                _ = changed.as_mut() => {}
+                _ = tokio::time::sleep(FALLBACK) => {}
             }
-            session.announce(conn).await;
+            changed.set(watching.changed());
+            // Boxed, as the session's commands are: a sync's state is needed only during it.
+            Box::pin(session.announce(conn)).await;
             conn.flush().await?;
         }
     }

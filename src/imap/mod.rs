@@ -25,6 +25,7 @@
 //! - `update`     STORE, EXPUNGE, COPY, MOVE, APPEND
 //! - `resync`     ENABLE; CONDSTORE and QRESYNC: SELECT catching up, CHANGEDSINCE, UNCHANGEDSINCE
 //! - `idle`       IDLE
+//! - `watch`      IDLE's wake-ups: one look per changed folder, not one per idling session
 //! - `message`    the bytes of a stored message, and the email an APPEND makes
 //! - `names`      folder names across IMAP: modified UTF-7 or UTF-8, the folder a name means
 //! - `utf7`       modified UTF-7 (RFC 3501 5.1.3), from `mailmove`
@@ -60,6 +61,7 @@ mod update;
 // The codec lives with the moving of mail (Maildir++ names use it too), below IMAP.
 use crate::mailmove::utf7;
 mod view;
+mod watch;
 
 use std::sync::Arc;
 
@@ -87,6 +89,8 @@ pub struct Deps {
     pub quota_bytes: u64,
     /// The junk classifier, trained by moves into and out of Junk.
     pub junk: crate::junk::Models,
+    /// The folders sessions idle in, looked at once for all of them.
+    pub watch: watch::Watch,
 }
 
 /// Serves IMAP on `listener` until `shutdown`: with STARTTLS, or TLS from the first byte when

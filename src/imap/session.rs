@@ -67,14 +67,16 @@ impl Session {
         loop {
             conn.logged_in(self.user.is_some());
             let event = conn.next(self.timeout()).await?;
+            // Commands run boxed: inline, the largest command's state would be part of every
+            // session's task for its whole life, idle or not (7 KiB a session).
             let next = match event {
-                Event::CommandReceived { command } => self.command(conn, command).await?,
+                Event::CommandReceived { command } => Box::pin(self.command(conn, command)).await?,
                 Event::CommandAuthenticateReceived { command_authenticate: c } => {
-                    self.authenticate(conn, c.tag, c.mechanism, c.initial_response).await;
+                    Box::pin(self.authenticate(conn, c.tag, c.mechanism, c.initial_response)).await;
                     Next::Go
                 }
                 Event::AuthenticateDataReceived { authenticate_data } => {
-                    self.authenticate_data(conn, authenticate_data).await;
+                    Box::pin(self.authenticate_data(conn, authenticate_data)).await;
                     Next::Go
                 }
                 Event::IdleCommandReceived { tag } => {

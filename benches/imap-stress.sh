@@ -5,7 +5,8 @@
 # per second and imaptest's error count. Three profiles, as issue 34 names them: the default
 # mix, `logout=0` (sessions stay logged in), and `checkpoint=5` (every 5 s all clients stop and
 # compare their views of the mailbox). STRESS_LOGS=DIR keeps imaptest's output.
-#   bash benches/imap-stress.sh        (CLIENTS=10 SECS=30 to change)
+#   bash benches/imap-stress.sh        (CLIENTS=10 SECS=30 to change; PROFILE=1 also writes
+#                                      benches/profiles/imap-stress.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS=${CLIENTS:-10}
@@ -94,8 +95,20 @@ echo "== imaptest stress: $CLIENTS clients, $SECS s each, mailbox default.mbox"
 # checkpoint first: imaptest 924f619 itself can panic (array.c) in a checkpoint run on a mailbox
 # earlier runs left, against Dovecot as well.
 for profile in "checkpoint=5" "" "logout=0"; do
+  # PROFILE=1: perf's top functions of edgemail under the default mix go to benches/profiles/.
+  if [ "${PROFILE:-0}" = 1 ] && [ -z "$profile" ]; then
+    perf record -q -F 499 -g -p "$SERVER" -o "$DATA/stress.perf" 2>/dev/null &
+    PERF=$!
+  fi
   # shellcheck disable=SC2086
   stress "${IMAPS##*:}" edgemail $profile
+  if [ -n "${PERF:-}" ]; then
+    kill -INT "$PERF"; wait "$PERF" 2>/dev/null || true; PERF=""
+    mkdir -p benches/profiles
+    { echo "# imaptest stress (default mix, $CLIENTS clients): perf record -F 499 -g of edgemail, commit $(git rev-parse --short HEAD); self time"
+      perf report -i "$DATA/stress.perf" --stdio --no-children -g none --sort dso,symbol 2>/dev/null \
+        | grep -E '^ +[0-9]' | head -n 15; } >benches/profiles/imap-stress.txt
+  fi
   # shellcheck disable=SC2086
   stress "$DOVE_PORT" dovecot $profile
 done

@@ -14,6 +14,8 @@
 #              postfix configuration; run on a throwaway machine, or set POSTFIX=0 to skip it)
 #   filter     real messages (the SpamAssassin development corpus) into a mailbox with the spam
 #              filter on, against one with it off, alternately (benches/inbound.sh)
+#   imap       FETCH of 10,000 messages' headers, 10,000 sessions in IDLE, a delivery announced
+#              to 100 IDLE sessions, imaptest stress against Dovecot (benches/imap-scale.sh)
 #   idle       RSS of a freshly started server
 #   fill       1 KB messages into one mailbox until it holds $MAILBOX_MESSAGES (16 sessions)
 #   memory     RSS after that fill;  file: the data file against the raw messages' size
@@ -100,6 +102,12 @@ FILTER_ON=$(sed -n 's/^filter on: \([0-9]*\) messages\/s.*/\1/p' "$OUT/inbound.t
 FILTER_OFF=$(sed -n 's/.*filter off: \([0-9]*\) messages\/s.*/\1/p' "$OUT/inbound.txt")
 RATIO=$(printf "%.2f" "$(echo "$FILTER_ON / $FILTER_OFF" | bc -l)")
 row "Inbound SMTP, corpus mail, spam filter on" "$FILTER_ON msg/s" "filter off $FILTER_OFF msg/s (ratio $RATIO)" "ratio >= 0.8" "$(meets "$RATIO" '>=' 0.8)"
+
+echo "== IMAP at scale (benches/imap-scale.sh)"
+bash benches/imap-scale.sh | tee "$OUT/imap.txt" || true
+while IFS='|' read -r _ name measured reference target met; do
+  row "$name" "$measured" "$reference" "$target" "$met"
+done < <(grep '^row|' "$OUT/imap.txt")
 
 echo "== idle memory, the 1 KB fill, the mailbox listing"
 source benches/common.sh

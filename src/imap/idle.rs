@@ -32,6 +32,7 @@ impl Session {
         let go_on =
             CommandContinuationRequest::basic(None, "idling").unwrap_or_else(|_| unreachable!()); // ok: constant text
         let _ = conn.flow().idle_accept(go_on);
+        conn.idling(true);
         let deps = session.deps.clone();
         let watching =
             deps.watch.watch(&deps.store, &view.mailbox, view.folder, view.state.changes);
@@ -49,6 +50,7 @@ impl Session {
             tokio::select! {
                 event = conn.next(left) => {
                     if let Event::IdleDoneReceived = event? {
+                        conn.idling(false);
                         conn.enqueue(ok(&tag, "IDLE terminated"));
                         return Ok(());
                     }

@@ -57,7 +57,7 @@ profile() {
   mkdir -p benches/profiles
   { echo "# $name: perf record -F 499 -g of the server, commit $(git rev-parse --short HEAD); self time"
     perf report -i "$DATA/$name.perf" --stdio --no-children -g none --sort dso,symbol 2>/dev/null \
-      | grep -E '^ +[0-9]' | head -n 15; } >"benches/profiles/$name.txt"
+      | grep -E '^ +[0-9]' | sed -n '1,15p' | sed 's/[ -]*$//'; } >"benches/profiles/$name.txt"
 }
 
 DNS_PORT=5398

@@ -107,7 +107,7 @@ for profile in "checkpoint=5" "" "logout=0"; do
     mkdir -p benches/profiles
     { echo "# imaptest stress (default mix, $CLIENTS clients): perf record -F 499 -g of edgemail, commit $(git rev-parse --short HEAD); self time"
       perf report -i "$DATA/stress.perf" --stdio --no-children -g none --sort dso,symbol 2>/dev/null \
-        | grep -E '^ +[0-9]' | head -n 15; } >benches/profiles/imap-stress.txt
+        | grep -E '^ +[0-9]' | sed -n '1,15p' | sed 's/[ -]*$//'; } >benches/profiles/imap-stress.txt
   fi
   # shellcheck disable=SC2086
   stress "$DOVE_PORT" dovecot $profile

@@ -25,8 +25,8 @@ const MAX_BAD: u32 = 20;
 /// for many minutes, and ten thousand of them each holding a buffer sized for commands and
 /// literals would hold 160 MB doing nothing.
 const READ_IDLE: usize = 1024;
-/// The read buffer otherwise. Reading less at a time changes how pipelined commands are cut,
-/// and imaptest's checkpoints then failed (its own assertion) against a 1 KiB buffer.
+/// The read buffer otherwise: an APPEND's literal read 1 KiB at a time would take sixteen
+/// times the reads.
 const READ_BUSY: usize = 16 * 1024;
 
 #[derive(Debug)]

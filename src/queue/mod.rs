@@ -159,7 +159,7 @@ impl Queue {
 /// flight to commit.
 pub async fn run(app: Engine, mut shutdown: Shutdown) {
     let queue = &app.queue;
-    // What other nodes queue (or give up) is told here on a shared store.
+    // A node that left (or joined) is told here on a shared store: what it held may be ours.
     let mut told = app.store.changes();
     loop {
         if !app.store.writable() {
@@ -215,7 +215,7 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
         let wait = app.node.poll(wait);
         tokio::select! {
             _ = queue.wake.notified() => {}
-            _ = told.wait(&[Topic::Queue]) => {}
+            _ = told.wait(&[Topic::Nodes]) => {}
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait() => break,
         }

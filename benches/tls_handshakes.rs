@@ -3,7 +3,8 @@
 //!   cargo run --release --example tls-handshakes -- ADDR full|resumed greeting|silent SECONDS CONCURRENCY [tls12]
 //! A session: TCP connect, the handshake, the server's greeting line (`greeting`: IMAP, SMTP)
 //! or nothing (`silent`: HTTPS, ALPN http/1.1), then close_notify and a wait for the server to
-//! close, so a session is counted only once the server is done with it.
+//! close, so a session is counted only once the server is done with it; the client then resets
+//! the connection, which leaves no TIME_WAIT behind on either side.
 //! `full`: no resumption, every handshake signs and exchanges keys. `resumed`: each client keeps
 //! its own session store (as a mail client does), so after its first handshake it resumes with
 //! the tickets (or TLS 1.2 session IDs) the server gave it.
@@ -116,13 +117,18 @@ async fn session(load: &Load, connector: &TlsConnector) -> Result<bool, Failure>
             seen.extend_from_slice(&buf[..n]);
         }
     }
-    tls.shutdown().await?;
+    tls.get_mut().1.send_close_notify();
+    tls.flush().await?;
     // The server closes after our close_notify, with or without its own: either ends the wait.
     while let Ok(n) = tls.read(&mut buf).await {
         if n == 0 {
             break;
         }
     }
+    // Then a reset rather than a FIN: the server has closed, and hundreds of thousands of
+    // connections in TIME_WAIT on one pair of addresses made new connections wait a second
+    // for a port now and then (a round fell to 1,000 sessions/s on both sides).
+    tls.get_ref().0.set_zero_linger()?;
     Ok(resumed)
 }
 

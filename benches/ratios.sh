@@ -79,6 +79,15 @@ OK=$([ "$(meets "$RATIO" '>=' 0.6)" = yes ] && [ "$(meets "$READ_P99" '<' 5)" = 
 rounds() { echo "$1" | sed 's/^ *//; s/ \+/ \/ /g'; }
 row "GET /v1/mailboxes, 64 conns" "$READ req/s (median of $(rounds "$READS")), p99 $READ_P99 ms" "bare hyper $BARE_RPS req/s (median of $(rounds "$BARES"); ratio $RATIO)" "ratio >= 0.6, p99 < 5 ms" "$OK"
 
+# TLS: new sessions per second on IMAPS, submissions and HTTPS, full and resumed handshakes,
+# against a bare tokio-rustls server (benches/tls.sh prints one `tls-row` line per listener).
+echo "== TLS handshakes (benches/tls.sh)"
+bash benches/tls.sh | tee "$OUT/tls.txt" || true
+grep -q '^tls-row' "$OUT/tls.txt" || row "New TLS sessions" "not measured: benches/tls.sh failed" "bare tokio-rustls" "ratio >= 0.8" "no"
+while IFS=$'\t' read -r _ name measured reference target ok; do
+  row "$name" "$measured" "$reference" "$target" "$ok"
+done < <(grep '^tls-row' "$OUT/tls.txt")
+
 echo "== send and delivery (benches/send.sh)"
 DURATION=$DURATION bash benches/send.sh | tee "$OUT/send.txt"
 SEND=$(rps "$OUT/send.txt"); SEND_P99=$(p99_ms "$OUT/send.txt")

@@ -6,6 +6,8 @@
 #   (a) one node on redb               (b) one node on PostgreSQL
 #   (c) two nodes on one PostgreSQL    (d) three nodes on one PostgreSQL
 #   (e) with FAULTS=1 only: two nodes on one PostgreSQL that refuses some commits (below)
+#   (f) one node on PostgreSQL accepting sends scheduled an hour ahead: the round trips to
+#       PostgreSQL per accepted send of the accept path alone (no delivery runs meanwhile)
 # Every node runs in a CPU cgroup of its own (benches/cgroup.sh; v2 cpu.max or v1
 # cpu.cfs_quota_us), so a node has the same CPU in every run and a second node adds CPU as a
 # second machine would; PostgreSQL, wrk and the sink run outside the groups. One wrk per node
@@ -24,7 +26,7 @@
 # 0, PostgreSQL and wrk, outside the quota, were short of CPU and set the figures, not the nodes).
 # Then the goals, PASS or FAIL each:
 # (c)/(b) >= 1.7 and (d)/(b) >= 2.3 on both figures, (b)/(a) >= 0.5, retries under 1 %, no
-# duplicate. The exit status is 0 (a report while the work is in progress) unless STRICT=1.
+# duplicate, at most 3 round trips per accepted send on the accept path (f). The exit status is 0 (a report while the work is in progress) unless STRICT=1.
 #
 # FAULTS=1 adds (e): a trigger on the store's relation (edgemail_kv) raises SQLSTATE 40001 for
 # FAULT_RATE (0.3) of the statements that delete rows of table 'queue', as recording a delivery
@@ -168,8 +170,10 @@ mailbox() {
 }
 
 # A wrk script sending one message a request to a recipient no other request has: the run's
-# tag first (the sink counts per tag), then the node $2, the wrk thread and a counter.
+# tag first (the sink counts per tag), then the node $2, the wrk thread and a counter. With $3
+# (Unix milliseconds) the messages are scheduled for then instead of sent at once.
 script() {
+  local at=${3:+,\"scheduledAt\":$3}
   cat > "$DATA/send-$1.lua" <<LUA
 local threads = 0
 function setup(thread)
@@ -179,7 +183,7 @@ end
 local n = 0
 request = function()
   n = n + 1
-  local body = string.format('{"from":"news@bench.example","to":"$1-$2-%d-%d@bench.test","subject":"Hello %d","html":"<p>Hello <b>there</b>, this is message %d.</p>"}', tid, n, n, n)
+  local body = string.format('{"from":"news@bench.example","to":"$1-$2-%d-%d@bench.test","subject":"Hello %d","html":"<p>Hello <b>there</b>, this is message %d.</p>"$at}', tid, n, n, n)
   return wrk.format("POST", "/v1/send", { ["Authorization"] = "Bearer $KEY", ["Content-Type"] = "application/json" }, body)
 end
 LUA
@@ -362,6 +366,7 @@ report() {
   goal "(b) PostgreSQL / (a) redb, one node, end to end" "$(ratio "${E2E[b]}" "${E2E[a]}")" ge 0.5
   most=$(printf '%s\n' "${SHARE[b]}" "${SHARE[c]}" "${SHARE[d]}" | sort -g | tail -n 1)
   goal "store retries, % of write transactions, (b)-(d) most" "$most" lt 1
+  goal "(f) round trips per accepted send, accept path" "${ACCEPT_TRIPS:-n/a}" lt 3.01
   dups=0
   for id in a b c d; do dups=$(( dups + DUPS[$id] )); done
   goal "duplicate deliveries, (a)-(d)" "$dups" eq 0
@@ -375,12 +380,36 @@ report() {
   fi
 }
 
+# (f): the round trips of the accept path alone, under the same load on one node on PostgreSQL:
+# the sends are scheduled an hour ahead, so no delivery runs meanwhile. Sets ACCEPT_TRIPS.
+accept_path() {
+  local url nd before after accepted
+  echo "== (f) accept path alone: one node on PostgreSQL, sends scheduled an hour ahead"
+  url=$(database accept)
+  node_dir nd
+  seed "$nd" "$url"
+  node "$nd" f-n1 --store "$url" --node n1
+  mailbox "$HTTP"
+  before=$(metric edgemail_store_round_trips_total "$HTTP")
+  DATA=$nd
+  wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -s "$(script f n1 $(( $(date +%s) * 1000 + 3600000 )))" \
+    "http://$HTTP/v1/send" > "$nd/wrk-f.txt"
+  after=$(metric edgemail_store_round_trips_total "$HTTP")
+  accepted=$(( $(requests "$nd/wrk-f.txt") - $(non2xx "$nd/wrk-f.txt") ))
+  kill "$SERVER" 2>/dev/null || true
+  wait "$SERVER" 2>/dev/null || true
+  cg_remove f-n1
+  ACCEPT_TRIPS=$(awk -v t="$(( after - before ))" -v a="$accepted" 'BEGIN { if (a > 0) printf "%.2f", t / a }')
+  echo "accepted $accepted ($(awk -v a="$accepted" -v s="$SECS" 'BEGIN { printf "%.1f", a / s }')/s), $(( after - before )) round trips: ${ACCEPT_TRIPS:-?} per accepted send"
+}
+
 echo "== CPU quota: $QUOTA cores a node ($CG_MODE)${CG_WHY:+: $CG_WHY}"
 run a "one node, redb" 1
 run b "one node, PostgreSQL" 1 one
 run c "two nodes, one PostgreSQL" 2 two
 run d "three nodes, one PostgreSQL" 3 three
 [ "$FAULTS" != 1 ] || run e "two nodes, $FAULT_RATE of queue deletes fail" 2 faults
+accept_path
 if [ "$STATEMENTS" = 1 ]; then
   echo "statements PostgreSQL refused (serialization failures, deadlocks), by edgemail table:"
   grep -o "parameters: \$1 = '[^']*'" "$PG_ROOT/log" | sort | uniq -c | sort -rn | head -n 12 || true

@@ -28,6 +28,19 @@ pub async fn screen(
     sender_domain: &str,
     input: &[String],
 ) -> Result<Screened> {
+    Ok(screen_with(store, dns, sender_domain, input, |_| Ok(())).await?.0)
+}
+
+/// `screen`, also running `also` in the snapshot that reads the suppressions (after they are
+/// asked for, so that a backend across a network reads everything in one exchange), and
+/// answering what it found.
+pub async fn screen_with<T: Send + 'static>(
+    store: &Store,
+    dns: &Arc<Dns>,
+    sender_domain: &str,
+    input: &[String],
+    also: impl FnOnce(&crate::store::Rtx) -> crate::store::Result<T> + Send + 'static,
+) -> Result<(Screened, T)> {
     let mut out = Screened::default();
     let mut candidates: Vec<(String, String)> = Vec::new(); // (address, its domain)
     for raw in input {
@@ -49,8 +62,11 @@ pub async fn screen(
     let lookup: Vec<(String, String)> = candidates.clone();
     let domain = sender_domain.to_owned();
     // Hosted domains are delivered here, without DNS (`queue::local`): no MX check for them.
-    let (suppressed, hosted) = store
-        .read(move |r| -> Result<_> {
+    let (suppressed, hosted, found) = store
+        .read(move |r| -> crate::store::Result<_> {
+            r.suppressions_ahead(&domain, lookup.iter().map(|(a, _)| a.as_str()))?;
+            r.domains_ahead(lookup.iter().map(|(_, d)| d.as_str()))?;
+            let found = also(r)?;
             let mut suppressed = Vec::with_capacity(lookup.len());
             let mut hosted = std::collections::HashSet::new();
             for (address, to) in &lookup {
@@ -59,7 +75,7 @@ pub async fn screen(
                     hosted.insert(to.clone());
                 }
             }
-            Ok((suppressed, hosted))
+            Ok((suppressed, hosted, found))
         })
         .await?;
     let mut remaining = Vec::new();
@@ -93,7 +109,7 @@ pub async fn screen(
             _ => out.accepted.push(address),
         }
     }
-    Ok(out)
+    Ok((out, found))
 }
 
 /// One DNS verdict per distinct domain, looked up concurrently under one deadline; a domain

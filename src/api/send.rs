@@ -193,24 +193,28 @@ struct Campaign<'a> {
     blocked: &'a [Blocked],
 }
 
-/// The mailbox named by `from`, which must belong to the key's domain.
-async fn sending_mailbox(ctx: &Ctx, domain: &str, from: &str) -> Result<crate::store::Mailbox> {
-    let (local, _) = from.rsplit_once('@').unwrap_or_default();
-    let (local, d) = (local.to_owned(), domain.to_owned());
-    ctx.app.store.read(move |r| r.mailbox(&d, &local)).await?.ok_or_else(|| {
-        Error::invalid(
-            format!("`from` {from} is not a mailbox of your domain"),
-            "create it first with POST /v1/mailboxes",
-        )
-    })
-}
-
+/// The mailbox named by `from` (which must belong to the key's domain), and the recipients,
 /// `to`, `cc` and `bcc` screened together (one address is sent once, under the first list naming
-/// it): the accepted ones of each list, and every refusal.
-async fn screen(ctx: &Ctx, domain: &str, req: &mut Parsed) -> Result<Vec<Blocked>> {
+/// it): the accepted ones of each list are left in `req`, every refusal is answered. Both are
+/// read in one snapshot.
+async fn screen(
+    ctx: &Ctx,
+    domain: &str,
+    req: &mut Parsed,
+) -> Result<(crate::store::Mailbox, Vec<Blocked>)> {
     let (cc, bcc) = (std::mem::take(&mut req.extras.cc), std::mem::take(&mut req.extras.bcc));
     let all: Vec<String> = req.to.iter().chain(&cc).chain(&bcc).cloned().collect();
-    let screened = crate::screening::screen(&ctx.app.store, &ctx.app.dns, domain, &all).await?;
+    let (local, _) = req.from.rsplit_once('@').unwrap_or_default();
+    let (local, d) = (local.to_owned(), domain.to_owned());
+    let sender = move |r: &crate::store::Rtx| r.mailbox(&d, &local);
+    let (screened, mailbox) =
+        crate::screening::screen_with(&ctx.app.store, &ctx.app.dns, domain, &all, sender).await?;
+    let Some(mailbox) = mailbox else {
+        return Err(Error::invalid(
+            format!("`from` {} is not a mailbox of your domain", req.from),
+            "create it first with POST /v1/mailboxes",
+        ));
+    };
     if screened.accepted.is_empty() {
         return Err(Error::Unprocessable {
             message: "every recipient was refused".into(),
@@ -235,15 +239,14 @@ async fn screen(ctx: &Ctx, domain: &str, req: &mut Parsed) -> Result<Vec<Blocked
         }
     }
     (req.to, req.extras.cc, req.extras.bcc) = (to, kept_cc, kept_bcc);
-    Ok(screened.blocked)
+    Ok((mailbox, screened.blocked))
 }
 
 pub async fn send(ctx: Ctx) -> Result<Reply> {
     let domain = ctx.domain()?.to_owned();
     let now = now_ms();
     let mut req = parse(&ctx.body, &domain, now)?;
-    let mailbox = sending_mailbox(&ctx, &domain, &req.from).await?;
-    let blocked = screen(&ctx, &domain, &mut req).await?;
+    let (mailbox, blocked) = screen(&ctx, &domain, &mut req).await?;
     let status = if req.scheduled_at.is_some() { "scheduled" } else { "queued" };
     let due = req.scheduled_at.unwrap_or(now);
     let batch_id = req.campaign.then(|| new_id("batch"));

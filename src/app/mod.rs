@@ -218,7 +218,7 @@ async fn serve_certificates(
     let mut tasks = Vec::new();
     let https_port = https.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port());
     if let Some(listener) = https {
-        let (app, router, config) = (app.clone(), router.clone(), certs.https_config());
+        let (app, router, config) = (app.clone(), router.clone(), certs.https_config()?);
         let serve = crate::http::server::serve_tls(listener, app, router, shutdown.clone(), config);
         tasks.push(tokio::spawn(serve));
     }
@@ -237,7 +237,7 @@ async fn serve_certificates(
         crate::certs::Role { shared: node.is_shared(), leads: Box::new(move || leader.leads()) };
     let acme = crate::certs::run(certs.clone(), store, config, role, shutdown.clone());
     tasks.push(tokio::spawn(acme));
-    Ok((Some(tokio_rustls::TlsAcceptor::from(certs.server_config())), tasks))
+    Ok((Some(tokio_rustls::TlsAcceptor::from(certs.server_config()?)), tasks))
 }
 
 /// Serves until `shutdown` fires, then drains HTTP, stops the admin socket and closes the store.

@@ -8,6 +8,7 @@ mod claim;
 pub mod client;
 pub mod compose;
 mod error;
+mod load;
 pub mod local;
 mod notice;
 mod pacing;
@@ -34,6 +35,7 @@ use crate::wake::Wake;
 use claim::{LEASE_LOST, claim};
 use client::Pool;
 pub use error::{Error, Result};
+use load::{Load, Loaded, load};
 
 /// What the delivery engine works with: the narrow handles, not the whole server.
 pub struct Deps {
@@ -157,7 +159,7 @@ impl Queue {
 /// flight to commit.
 pub async fn run(app: Engine, mut shutdown: Shutdown) {
     let queue = &app.queue;
-    // What other nodes queue (or give up) is told here on a shared store.
+    // A node that left (or joined) is told here on a shared store: what it held may be ours.
     let mut told = app.store.changes();
     loop {
         if !app.store.writable() {
@@ -213,7 +215,7 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
         let wait = app.node.poll(wait);
         tokio::select! {
             _ = queue.wake.notified() => {}
-            _ = told.wait(&[Topic::Queue]) => {}
+            _ = told.wait(&[Topic::Nodes]) => {}
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait() => break,
         }
@@ -238,39 +240,22 @@ async fn attempt(app: Engine, due: u64, id: String, slot: OwnedSemaphorePermit) 
 }
 
 async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
-    if app.node.is_shared() && !claim(app, due, id).await? {
-        return Ok(());
+    let mut loaded = load(app, due, id).await?;
+    if matches!(loaded, Load::Unclaimed) {
+        // Another node's message whose node stopped, or ours after a lapse: claim it in a
+        // write (which loses to a live holder), then load it again under the claim.
+        if !claim(app, due, id).await? {
+            return Ok(());
+        }
+        loaded = load(app, due, id).await?;
     }
-    let owned = id.to_owned();
-    let loaded = app
-        .store
-        .read(move |r| -> crate::store::Result<_> {
-            // The scan that started this attempt may predate the commit of the previous one:
-            // only an entry that is still queued in this snapshot is ours to work on.
-            if !r.is_queued(due, &owned)? {
-                return Ok(Err(()));
-            }
-            let Some(email) = r.email_by_id(&owned)? else {
-                return Ok(Ok(None));
-            };
-            let domain = r.domain(email.domain())?;
-            let submitted = r.submitted_raw(&owned)?;
-            let parts = if email.summary.has_attachments { r.sent_parts(&owned)? } else { vec![] };
-            let hosted = local::hosted_domains(r, &email)?;
-            Ok(Ok(Some((email, domain, submitted, parts, hosted))))
-        })
-        .await?;
-    let Ok(loaded) = loaded else {
-        return Ok(());
+    let Loaded { email, domain, submitted, parts, hosted } = match loaded {
+        Load::Ready(loaded) => *loaded,
+        // Gone (deleted, or its domain removed): the commit below drops the queue entry.
+        Load::Orphan => return finish(app, id, due, Vec::new(), 0, None).await,
+        Load::Gone | Load::Unclaimed => return Ok(()),
     };
     tracing::debug!(email = id, due, "delivery attempt");
-    let (email, domain, submitted, parts, hosted) = match loaded {
-        Some((email, Some(domain), submitted, parts, hosted)) => {
-            (email, domain, submitted, parts, hosted)
-        }
-        // Gone (deleted, or its domain removed): the commit below drops the queue entry.
-        _ => return finish(app, id, due, Vec::new(), 0, None).await,
-    };
     let pending: Vec<String> = email
         .deliveries
         .iter()
@@ -358,6 +343,7 @@ async fn finish(
         let (email, held_outcomes, local) = (id.to_owned(), outcomes.clone(), local.clone());
         let node = node.clone();
         let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<bool> {
+            w.attempt_ahead(due, &email, node.as_deref())?;
             if let Some(node) = &node {
                 if !w.holds_claim(&email, node, now_ms())? {
                     return Err(crate::store::Error::Conflict(LEASE_LOST.into()).into());

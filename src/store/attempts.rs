@@ -2,7 +2,6 @@
 //! re-queues what must be retried, moves a finished message from `outbox` to `sent`, suppresses
 //! hard-bounced addresses and counts what happened for the batch, the sequence and the day.
 
-use super::Wtx;
 use super::batches::Event;
 use super::emails::Folder;
 use super::error::Result;
@@ -10,7 +9,26 @@ use super::events::{EventType, outcome_data};
 use super::stats::{self, DayCounts};
 use super::status::{DeliveryStatus, EnrollmentStatus};
 use super::tables::*;
+use super::{Rtx, Tables, Wtx};
 use crate::bounce::{self, BounceClass};
+
+/// The keys an attempt on `id` reads first, read ahead together: its queue entry, its document
+/// and raw message's link, and on a shared store (`node`) its claim and the node's heartbeat.
+fn attempt_ahead(tx: &impl Tables, due: u64, id: &str, node: Option<&str>) -> Result<()> {
+    tx.ahead(|ahead| {
+        ahead.key(QUEUE, (due, id)).key(EMAILS, id).key(RAW_OF, id);
+        if let Some(node) = node {
+            ahead.key(CLAIMS, id).key(NODES, node);
+        }
+    })
+}
+
+impl Rtx {
+    /// What loading an attempt reads first, in one exchange where that saves any.
+    pub fn attempt_ahead(&self, due: u64, id: &str, node: Option<&str>) -> Result<()> {
+        attempt_ahead(self, due, id, node)
+    }
+}
 
 /// What one attempt did for one recipient.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +83,11 @@ impl Outcome {
 }
 
 impl Wtx<'_> {
+    /// What committing an attempt reads first, in one exchange where that saves any.
+    pub fn attempt_ahead(&self, due: u64, id: &str, node: Option<&str>) -> Result<()> {
+        attempt_ahead(self, due, id, node)
+    }
+
     /// Commits the outcome of an attempt made under the queue entry `(due, id)`. An entry that is
     /// gone means the message was cancelled or deleted meanwhile: the outcome is dropped. True
     /// when a sequence's follow-up that waited for this message is now due.
@@ -85,6 +108,9 @@ impl Wtx<'_> {
         let before = email.summary.clone();
         let now = crate::ids::now_ms();
         let domain = email.domain().to_owned();
+        // Named now, read together by the first lookup below.
+        self.day_ahead(&domain, now)?;
+        self.replace_ahead(&before, Folder::once_sent(before.folder))?;
         let mut events = Vec::new();
         let mut today = DayCounts::default();
         let mut reported = Vec::new();

@@ -9,7 +9,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use super::Store;
 use super::kv::Changed;
-use super::tables::{ACME, DOMAINS, ENROLLMENTS_DUE, KEYS, QUEUE, WEBHOOK_DUE};
+use super::tables::{ACME, DOMAINS, ENROLLMENTS_DUE, KEYS, NODES, WEBHOOK_DUE};
 
 /// What a waiter cares about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,8 +19,12 @@ pub enum Topic {
     /// Hosted domains and their DKIM keys: signers of a removed or re-keyed domain are dropped,
     /// certificates looked at again.
     Domains,
-    /// The delivery queue: messages to deliver now or later.
-    Queue,
+    /// The nodes sharing the store: one joined, renewed its heartbeat or left (freeing what it
+    /// claimed), so mail it held may be another's to deliver. Not the queue itself: each node
+    /// delivers what it accepted and wakes its own scheduler, so a notification per queued or
+    /// delivered message would only send every other node to look for nothing; and a commit
+    /// that notifies takes a lock every such commit of the cluster waits on.
+    Nodes,
     /// Webhook deliveries due.
     Webhooks,
     /// Sequence steps due.
@@ -30,11 +34,11 @@ pub enum Topic {
 }
 
 /// Each topic's table: every write of its kind writes it (revoking a key rewrites the key,
-/// queueing and every attempt's outcome rewrite the queue entry, and so on).
+/// a node's heartbeat, its start and its stop rewrite its row of the nodes, and so on).
 const WATCHED: [(Topic, &str); 6] = [
     (Topic::Keys, KEYS.name()),
     (Topic::Domains, DOMAINS.name()),
-    (Topic::Queue, QUEUE.name()),
+    (Topic::Nodes, NODES.name()),
     (Topic::Webhooks, WEBHOOK_DUE.name()),
     (Topic::Sequences, ENROLLMENTS_DUE.name()),
     (Topic::Certificates, ACME.name()),
@@ -113,7 +117,7 @@ mod tests {
         let topics = [
             Topic::Keys,
             Topic::Domains,
-            Topic::Queue,
+            Topic::Nodes,
             Topic::Webhooks,
             Topic::Sequences,
             Topic::Certificates,

@@ -20,6 +20,11 @@ fn alive(tx: &impl Tables, node: &str, now: u64) -> Result<bool> {
     Ok(tx.table(NODES)?.get(node)?.is_some_and(|until| until.value() > now))
 }
 
+fn holds_claim(tx: &impl Tables, id: &str, node: &str, now: u64) -> Result<bool> {
+    let mine = tx.table(CLAIMS)?.get(id)?.is_some_and(|v| v.value() == node);
+    Ok(mine && alive(tx, node, now)?)
+}
+
 impl Wtx<'_> {
     /// Records that `node` lives until `until` (it renews this well before then).
     pub fn heartbeat(&mut self, node: &str, until: u64) -> Result<()> {
@@ -77,9 +82,7 @@ impl Wtx<'_> {
     /// Whether `node` still holds its claim on `id`, with a current heartbeat: only then may it
     /// commit what its attempt did.
     pub fn holds_claim(&self, id: &str, node: &str, now: u64) -> Result<bool> {
-        let claims = self.tx.open_table(CLAIMS)?;
-        let mine = claims.get(id)?.is_some_and(|v| v.value() == node);
-        Ok(mine && alive(self, node, now)?)
+        holds_claim(self, id, node, now)
     }
 
     pub fn release_claim(&mut self, id: &str) -> Result<()> {
@@ -106,6 +109,13 @@ impl Wtx<'_> {
 }
 
 impl Rtx {
+    /// Whether `node` holds its claim on `id` with a heartbeat current at `now`. A node that
+    /// finds this in the snapshot its attempt loads from may deliver without claiming in a
+    /// write: claiming what it already holds writes nothing, so that write would be this read.
+    pub fn holds_claim(&self, id: &str, node: &str, now: u64) -> Result<bool> {
+        holds_claim(self, id, node, now)
+    }
+
     /// The nodes whose heartbeat is current at `now`, by name.
     pub fn live_nodes(&self, now: u64) -> Result<Vec<String>> {
         let mut out = Vec::new();

@@ -52,6 +52,15 @@ impl Wtx<'_> {
 }
 
 impl Rtx {
+    /// Reads these domains ahead, together, for the lookups that follow.
+    pub fn domains_ahead<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<()> {
+        self.tx.ahead(|ahead| {
+            for name in names {
+                ahead.key(DOMAINS, name);
+            }
+        })
+    }
+
     /// Whether `domain` is hosted here.
     pub fn hosts(&self, domain: &str) -> Result<bool> {
         hosted(self, domain)

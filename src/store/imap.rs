@@ -4,7 +4,7 @@
 //! moved, deleted) updates it in the same transaction (`emails` calls the hooks below), so UIDs
 //! stay stable across restarts and the API and IMAP always agree.
 
-use super::kv::ReadableTable;
+use super::kv::{Ahead, ReadableTable};
 use serde::{Deserialize, Serialize};
 
 use super::error::Result;
@@ -89,6 +89,13 @@ struct Member {
 impl Wtx<'_> {
     /// Gives a message that entered a folder its next UID, when that folder has IMAP state
     /// (otherwise the state is made from the index on first use). Flags it had are kept.
+    /// The keys `imap_added` reads, to be read ahead.
+    pub(super) fn imap_added_ahead(ahead: &mut Ahead, s: &Place<'_>) {
+        if let Some(code) = s.folder {
+            ahead.key(IMAP_FOLDERS, (s.mailbox, code)).key(IMAP_MESSAGES, s.id);
+        }
+    }
+
     pub(super) fn imap_added(&mut self, s: &Place<'_>) -> Result<()> {
         let Some(code) = s.folder else { return Ok(()) };
         let key = (s.mailbox, code);

@@ -10,7 +10,7 @@ use std::ops::ControlFlow as Flow;
 use serde::{Deserialize, Serialize};
 
 use super::error::Result;
-use super::kv::{ReadableTable, WriteTxn};
+use super::kv::{Ahead, ReadableTable, WriteTxn};
 use super::tables::*;
 use super::{Tables, Wtx};
 
@@ -62,6 +62,14 @@ pub(super) fn usage(tx: &impl Tables, mailbox: &str) -> Result<u64> {
 }
 
 impl Wtx<'_> {
+    /// The counter `adjust_usage` of `mailbox` reads, to be read ahead.
+    pub(super) fn usage_ahead(&self, ahead: &mut Ahead, mailbox: &str) {
+        match self.shard {
+            Some(node) => ahead.key(MAILBOX_USAGE_SHARDS, (mailbox, node)),
+            None => ahead.key(MAILBOX_USAGE, mailbox),
+        };
+    }
+
     /// Counts `added` bytes into `mailbox` and `removed` out of it.
     pub(super) fn adjust_usage(&mut self, mailbox: &str, added: u64, removed: u64) -> Result<()> {
         if added == removed {

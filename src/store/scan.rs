@@ -6,7 +6,7 @@ use std::ops::ControlFlow as Flow;
 use serde::de::DeserializeOwned;
 
 use super::error::Result;
-use super::kv::{self, Key, ReadableTable, TableDefinition, Value};
+use super::kv::{self, Ahead, Key, ReadableTable, TableDefinition, Value};
 use super::{Rtx, Wtx, decode};
 
 /// A JSON array of stored documents joined as they are, for a listing of up to `limit`.
@@ -126,6 +126,9 @@ pub(crate) trait Tables {
         &self,
         definition: TableDefinition<'_, K, V>,
     ) -> Result<impl ReadableTable<K, V> + '_>;
+
+    /// Reads the keys `fill` names together, where the backend gains by it (`kv::Ahead`).
+    fn ahead(&self, fill: impl FnOnce(&mut Ahead)) -> Result<()>;
 }
 
 impl Tables for Wtx<'_> {
@@ -135,6 +138,10 @@ impl Tables for Wtx<'_> {
     ) -> Result<impl ReadableTable<K, V> + '_> {
         self.tx.open_table(definition)
     }
+
+    fn ahead(&self, fill: impl FnOnce(&mut Ahead)) -> Result<()> {
+        self.tx.ahead(fill)
+    }
 }
 
 impl Tables for Rtx {
@@ -143,5 +150,9 @@ impl Tables for Rtx {
         definition: TableDefinition<'_, K, V>,
     ) -> Result<impl ReadableTable<K, V> + '_> {
         self.tx.open_table(definition)
+    }
+
+    fn ahead(&self, fill: impl FnOnce(&mut Ahead)) -> Result<()> {
+        self.tx.ahead(fill)
     }
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::Result;
-use super::kv::ReadableTable;
+use super::kv::{Ahead, ReadableTable};
 use super::tables::SENDER_HISTORY;
 use super::{Rtx, Wtx, decode, encode};
 
@@ -33,6 +33,13 @@ fn key(address: &str) -> String {
 }
 
 impl Wtx<'_> {
+    /// The histories `note_written` reads, to be read ahead.
+    pub(super) fn written_ahead(ahead: &mut Ahead, mailbox: &str, recipients: &[String]) {
+        for to in recipients.iter().take(RECIPIENTS_KEPT) {
+            ahead.key(SENDER_HISTORY, (mailbox, key(to).as_str()));
+        }
+    }
+
     /// Records that `mailbox` wrote to each of `recipients` (up to `RECIPIENTS_KEPT`).
     pub(super) fn note_written(&mut self, mailbox: &str, recipients: &[String]) -> Result<()> {
         let mut table = self.tx.open_table(SENDER_HISTORY)?;

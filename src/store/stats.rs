@@ -93,6 +93,17 @@ pub(super) fn counted(email: &Email) -> bool {
 
 impl Wtx<'_> {
     /// Applies `change` to the counters of `domain` for the day holding `at`.
+    /// Names the counter `bump_day` reads for `domain` at `at`, to be read ahead.
+    pub(super) fn day_ahead(&self, domain: &str, at: u64) -> Result<()> {
+        let day = day_of(at);
+        self.tx.ahead(|ahead| {
+            match self.shard {
+                Some(node) => ahead.key(DAILY_STATS_SHARDS, (domain, day, node)),
+                None => ahead.key(DAILY_STATS, (domain, day)),
+            };
+        })
+    }
+
     pub(super) fn bump_day(
         &mut self,
         domain: &str,

@@ -70,6 +70,19 @@ impl Wtx<'_> {
 }
 
 impl Rtx {
+    /// Reads the suppressions of these addresses ahead, for the lookups that follow.
+    pub fn suppressions_ahead<'a>(
+        &self,
+        domain: &str,
+        emails: impl IntoIterator<Item = &'a str>,
+    ) -> Result<()> {
+        self.tx.ahead(|ahead| {
+            for email in emails {
+                ahead.key(SUPPRESSIONS, (domain, email.to_ascii_lowercase().as_str()));
+            }
+        })
+    }
+
     pub fn suppression(&self, domain: &str, email: &str) -> Result<Option<Suppression>> {
         suppression(self, domain, email)
     }

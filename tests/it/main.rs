@@ -105,6 +105,7 @@ mod storage_faults;
 mod submission;
 mod submission_reports;
 mod submission_smtputf8;
+mod tls_resumption;
 mod tools;
 mod warmup;
 mod webhooks;

@@ -76,6 +76,15 @@ impl Wtx<'_> {
         email: &Email,
         raw: Option<InlineRaw<'_>>,
     ) -> Result<()> {
+        let s = &email.summary;
+        self.tx.ahead(|ahead| {
+            ahead.key(EMAILS, s.id.as_str());
+            self.usage_ahead(ahead, &s.mailbox);
+            if s.folder == Folder::Outbox {
+                Wtx::written_ahead(ahead, &s.mailbox, &s.to);
+            }
+            Wtx::imap_added_ahead(ahead, &place(s));
+        })?;
         let mut emails = self.tx.open_table(EMAILS)?;
         if emails.get(email.summary.id.as_str())?.is_some() {
             return Err(Error::Conflict(format!("email {} already exists", email.summary.id)));
@@ -131,6 +140,17 @@ impl Wtx<'_> {
     }
 
     /// Rewrites a stored email whose summary may have changed (folder, status).
+    /// Names the keys `replace_email` reads when a message moves from `before` to folder `to`,
+    /// to be read ahead.
+    pub(super) fn replace_ahead(&self, before: &Summary, to: Folder) -> Result<()> {
+        let mut after = before.clone();
+        after.folder = to;
+        self.tx.ahead(|ahead| {
+            ahead.key(EMAIL_INDEX, index_key(before));
+            Wtx::imap_added_ahead(ahead, &place(&after));
+        })
+    }
+
     pub(super) fn replace_email(&mut self, before: &Summary, email: &Email) -> Result<()> {
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
         index.remove(index_key(before))?;

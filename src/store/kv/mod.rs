@@ -23,7 +23,7 @@ use super::error::Result;
 pub use embedded::{Embedded, Redb};
 pub use key::Key;
 pub use postgres::{Changed, Postgres};
-pub use table::{ReadableTable, Table, TableDefinition};
+pub use table::{Ahead, ReadableTable, Table, TableDefinition};
 pub use value::Value;
 
 /// Bytes read from a backend: its own guard on them, or a copy.
@@ -154,6 +154,19 @@ pub trait WriteTable: ReadTable {
 /// A consistent snapshot.
 pub trait ReadTxn {
     fn table(&self, name: &str) -> Result<Opened<'_>>;
+
+    /// Whether `read_ahead` saves anything: a backend across a network answers many keys in
+    /// one exchange; one reading in place (redb) has nothing to gain, and its callers then
+    /// spare themselves listing the keys.
+    fn reads_ahead(&self) -> bool {
+        false
+    }
+
+    /// Reads `keys` (table, key) now, together, so that the `get`s of them that follow are
+    /// answered without asking the backend again. Only a hint: it changes no answer.
+    fn read_ahead(&self, _keys: &[(&str, Vec<u8>)]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A table opened by a read transaction: redb's held as it is, a table never written as empty,
@@ -223,11 +236,32 @@ impl ReadTxn for Snapshot {
             Snapshot::Boxed(tx) => tx.table(name),
         }
     }
+
+    fn reads_ahead(&self) -> bool {
+        matches!(self, Snapshot::Boxed(tx) if tx.reads_ahead())
+    }
+
+    fn read_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
+        match self {
+            Snapshot::Embedded(_) => Ok(()),
+            Snapshot::Boxed(tx) => tx.read_ahead(keys),
+        }
+    }
 }
 
 /// A write transaction: what it writes is seen by its own reads, and by others once committed.
 pub trait WriteTxn {
     fn table(&self, name: &str) -> Result<Box<dyn WriteTable + '_>>;
+
+    /// As `ReadTxn::reads_ahead`.
+    fn reads_ahead(&self) -> bool {
+        false
+    }
+
+    /// As `ReadTxn::read_ahead`, seeing this transaction's own writes.
+    fn read_ahead(&self, _keys: &[(&str, Vec<u8>)]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A write transaction the caller ends: committed (durably) or abandoned.

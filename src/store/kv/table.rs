@@ -301,12 +301,40 @@ impl<K: Key, V: Value> Table<'_, K, V> {
     }
 }
 
+/// Keys about to be read, of any tables, gathered so that a backend across a network reads
+/// them in one exchange (`ReadTxn::read_ahead`).
+#[derive(Default)]
+pub struct Ahead {
+    keys: Vec<(&'static str, Vec<u8>)>,
+}
+
+impl Ahead {
+    pub fn key<'k, K: Key, V>(
+        &mut self,
+        table: TableDefinition<'static, K, V>,
+        key: impl Borrow<K::SelfType<'k>>,
+    ) -> &mut Self {
+        self.keys.push((table.name(), encode_key::<K>(key.borrow())));
+        self
+    }
+}
+
 impl dyn WriteTxn + '_ {
     pub fn open_table<K: Key, V: Value>(
         &self,
         definition: TableDefinition<'_, K, V>,
     ) -> Result<Table<'_, K, V>> {
         Ok(Table { raw: self.table(definition.name())?, types: PhantomData })
+    }
+
+    /// Reads the keys `fill` names in one exchange where that saves any; see `Ahead`.
+    pub fn ahead(&self, fill: impl FnOnce(&mut Ahead)) -> Result<()> {
+        if !self.reads_ahead() {
+            return Ok(());
+        }
+        let mut ahead = Ahead::default();
+        fill(&mut ahead);
+        self.read_ahead(&ahead.keys)
     }
 }
 
@@ -316,6 +344,16 @@ impl Snapshot {
         definition: TableDefinition<'_, K, V>,
     ) -> Result<ReadOnlyTable<'_, K, V>> {
         Ok(ReadOnlyTable { raw: self.table(definition.name())?, types: PhantomData })
+    }
+
+    /// Reads the keys `fill` names in one exchange where that saves any; see `Ahead`.
+    pub fn ahead(&self, fill: impl FnOnce(&mut Ahead)) -> Result<()> {
+        if !self.reads_ahead() {
+            return Ok(());
+        }
+        let mut ahead = Ahead::default();
+        fill(&mut ahead);
+        self.read_ahead(&ahead.keys)
     }
 }
 

@@ -18,27 +18,24 @@
 //! connections use TLS as the URL's libpq parameters ask (`url`, `tls`).
 
 mod fail;
+mod idle;
 mod notify;
 mod pages;
 mod pending;
 mod tls;
+mod txn;
 mod url;
 
-use std::ops::Bound;
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use tokio_postgres::Statement;
 
 use super::super::error::{Error, Result};
-use super::{
-    Backend, Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Snapshot, Transaction,
-    WriteTable, WriteTxn,
-};
-use fail::{lost_race, pool_error};
+use super::{Backend, Snapshot, Transaction};
+use fail::pool_error;
+use idle::Idle;
 pub use notify::Changed;
-use pages::Pages;
-use pending::{Columns, Pending};
+use txn::{Begin, Txn};
 
 /// The relation every table lives in. Created on first use; later layouts add columns or
 /// relations beside it, never change it in place.
@@ -69,7 +66,11 @@ pub struct Postgres {
     handle: tokio::runtime::Handle,
     // notify: the tables whose writes are told, and the connection that listens.
     watched: &'static [&'static str],
+    /// This process's name in its notifications.
+    origin: Arc<str>,
     listener: notify::Listener,
+    /// Connections inside a finished read snapshot, for the next transaction.
+    idle: Arc<Idle>,
 }
 
 impl Drop for Postgres {
@@ -104,7 +105,9 @@ impl Postgres {
             .enable_all()
             .build()
             .map_err(|e| Error::io("cannot start the PostgreSQL runtime", e))?;
-        let listener = notify::Listener::new(&target.config, tls.clone(), runtime.handle());
+        let origin = notify::origin();
+        let listener =
+            notify::Listener::new(&target.config, tls.clone(), runtime.handle(), origin.clone());
         let manager = Manager::from_config(
             target.config,
             tls,
@@ -115,7 +118,9 @@ impl Postgres {
             .build()
             .map_err(|e| Error::internal(format!("PostgreSQL pool: {e}")))?;
         let handle = runtime.handle().clone();
-        let db = Postgres { pool, runtime: Some(runtime), handle, watched, listener };
+        let idle = Arc::new(Idle::default());
+        handle.spawn(idle.clone().sweep());
+        let db = Postgres { pool, runtime: Some(runtime), handle, watched, origin, listener, idle };
         let client = match db.client() {
             Err(Error::Storage(e)) | Err(Error::Contention(e)) => {
                 let text = match e.downcast_ref::<tokio_postgres::Error>() {
@@ -155,21 +160,26 @@ impl Postgres {
         self.listener.connected()
     }
 
-    fn begin(&self, sql: &'static str) -> Result<Txn> {
-        let written = notify::Written::new(self.watched);
-        let state = State { begin: Some(sql), failed: None, pending: Pending::default(), written };
-        Ok(Txn { client: Some(self.client()?), handle: self.handle.clone(), state: state.into() })
+    /// A transaction on a connection left inside a finished snapshot (`idle`), or else on one
+    /// from the pool.
+    fn begin(&self, kind: Begin) -> Result<Txn> {
+        let client = match self.idle.take() {
+            Some(client) => (client, true),
+            None => (self.client()?, false),
+        };
+        let written = notify::Written::new(self.watched, self.origin.clone());
+        Ok(Txn::open(client, kind, self.handle.clone(), self.idle.clone(), written))
     }
 }
 
 impl Backend for Postgres {
     fn read(&self) -> Result<Snapshot> {
-        let txn = self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+        let txn = self.begin(Begin::Read)?;
         Ok(Snapshot::Boxed(Box::new(txn)))
     }
 
     fn write(&self) -> Result<Box<dyn Transaction>> {
-        Ok(Box::new(self.begin("BEGIN ISOLATION LEVEL SERIALIZABLE")?))
+        Ok(Box::new(self.begin(Begin::Serializable)?))
     }
 
     /// REPEATABLE READ is PostgreSQL's snapshot isolation: a write of a row that a concurrent
@@ -180,259 +190,6 @@ impl Backend for Postgres {
     /// (new messages and queue entries land side by side) lost to each other without sharing
     /// a key, and their batches ran again and again.
     fn write_snapshot(&self) -> Result<Box<dyn Transaction>> {
-        Ok(Box::new(self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ")?))
-    }
-}
-
-/// An open transaction on one pooled connection. After a failed statement PostgreSQL refuses
-/// the rest of the transaction (and a COMMIT quietly rolls back), so the first failure is kept
-/// and answered at commit.
-struct Txn {
-    client: Option<Object>,
-    handle: tokio::runtime::Handle,
-    state: Mutex<State>,
-}
-
-struct State {
-    /// The BEGIN not sent yet: it goes with the first statement.
-    begin: Option<&'static str>,
-    /// Whether a statement failed, and whether that was a lost race.
-    failed: Option<bool>,
-    pending: Pending,
-    /// The watched tables written, to be told at commit.
-    written: notify::Written,
-}
-
-/// Runs `begin` (when still to be sent) and then `work`, in one exchange with the server: both
-/// are queued on the connection before either answer is awaited.
-async fn after_begin<T>(
-    client: &Object,
-    begin: Option<&'static str>,
-    work: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
-) -> std::result::Result<T, tokio_postgres::Error> {
-    let begun = async {
-        match begin {
-            Some(sql) => client.batch_execute(sql).await,
-            None => Ok(()),
-        }
-    };
-    let (begun, done) = tokio::join!(begun, work);
-    begun.and(done)
-}
-
-impl Txn {
-    fn client(&self) -> Result<&Object> {
-        self.client.as_ref().ok_or_else(|| Error::internal("transaction already ended"))
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Keeps a failure for the commit.
-    fn failed(&self, e: tokio_postgres::Error) -> Error {
-        self.state().failed.get_or_insert(lost_race(&e));
-        e.into()
-    }
-
-    /// Runs `statement` (prepared once per connection) and keeps its failure for the commit.
-    fn rows(
-        &self,
-        sql: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<Vec<tokio_postgres::Row>> {
-        let client = self.client()?;
-        let begin = self.state().begin.take();
-        crate::metrics::store_round_trip();
-        let outcome = wait(after_begin(client, begin, async {
-            let statement: Statement = client.prepare_cached(sql).await?;
-            client.query(&statement, params).await
-        }));
-        outcome.map_err(|e| self.failed(e))
-    }
-
-    /// Sends the held writes of `table` (of every table when `None`).
-    fn flush(&self, table: Option<&str>) -> Result<()> {
-        let columns = self.state().pending.take(table);
-        if columns.is_empty() { Ok(()) } else { self.send(&columns, None) }
-    }
-
-    /// Sends `columns` and then `end` (COMMIT), all in one exchange.
-    fn send(&self, columns: &Columns, end: Option<&str>) -> Result<()> {
-        let client = self.client()?;
-        let begin = self.state().begin.take();
-        crate::metrics::store_round_trip();
-        let outcome = wait(async {
-            // Prepared before anything is sent: a statement not prepared yet costs an exchange
-            // of its own, and the writes must be queued ahead of the COMMIT.
-            let upsert = match columns.put_keys.is_empty() {
-                true => None,
-                false => Some(client.prepare_cached(UPSERT).await?),
-            };
-            let delete = match columns.delete_keys.is_empty() {
-                true => None,
-                false => Some(client.prepare_cached(DELETE).await?),
-            };
-            after_begin(client, begin, async {
-                let put = async {
-                    let Some(statement) = &upsert else { return Ok(0) };
-                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                        [&columns.put_tables, &columns.put_keys, &columns.put_values];
-                    client.execute(statement, &params).await
-                };
-                let delete = async {
-                    let Some(statement) = &delete else { return Ok(0) };
-                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
-                        [&columns.delete_tables, &columns.delete_keys];
-                    client.execute(statement, &params).await
-                };
-                let end = async {
-                    match end {
-                        Some(sql) => client.batch_execute(sql).await,
-                        None => Ok(()),
-                    }
-                };
-                // After a failed write the COMMIT answers ROLLBACK without an error: the first
-                // failure in sending order is the transaction's.
-                let (put, delete, end) = tokio::join!(put, delete, end);
-                put.and(delete).and(end)
-            })
-            .await
-        });
-        outcome.map_err(|e| self.failed(e))
-    }
-
-    fn end(&mut self, sql: &'static str) -> Result<()> {
-        let client = self.client.take().ok_or_else(|| Error::internal("transaction ended"))?;
-        if self.state().begin.is_some() {
-            // Nothing was sent: the connection is as the pool gave it.
-            return Ok(());
-        }
-        crate::metrics::store_round_trip();
-        let ended = wait(client.batch_execute(sql));
-        if ended.is_err() {
-            // A connection whose transaction state is unknown must not serve another one.
-            drop(Object::take(client));
-        }
-        Ok(ended?)
-    }
-}
-
-impl Drop for Txn {
-    fn drop(&mut self) {
-        // A read snapshot (or an abandoned write) ends here; rolling it back on the backend's
-        // runtime lets the caller go on at once, and the connection returns to the pool after.
-        if self.state().begin.is_some() {
-            return;
-        }
-        if let Some(client) = self.client.take() {
-            crate::metrics::store_round_trip();
-            self.handle.spawn(async move {
-                if client.batch_execute("ROLLBACK").await.is_err() {
-                    drop(Object::take(client));
-                }
-            });
-        }
-    }
-}
-
-impl ReadTxn for Txn {
-    fn table(&self, name: &str) -> Result<Opened<'_>> {
-        Ok(Opened::Boxed(Box::new(Rel { txn: self, name: name.to_owned() })))
-    }
-}
-
-impl WriteTxn for Txn {
-    fn table(&self, name: &str) -> Result<Box<dyn WriteTable + '_>> {
-        Ok(Box::new(Rel { txn: self, name: name.to_owned() }))
-    }
-}
-
-impl Transaction for Txn {
-    fn commit(mut self: Box<Self>) -> Result<()> {
-        let (failed, columns, begun) = {
-            let mut state = self.state();
-            (state.failed, state.pending.take(None), state.begin.is_none())
-        };
-        match failed {
-            None if !begun && columns.is_empty() => Ok(()),
-            None => {
-                let commit = self.state().written.commit();
-                let committed = self.send(&columns, Some(commit.as_ref()));
-                if let Some(client) = self.client.take()
-                    && committed.is_err()
-                {
-                    // A connection whose transaction state is unknown must not serve another.
-                    drop(Object::take(client));
-                }
-                committed
-            }
-            Some(race) => {
-                self.end("ROLLBACK")?;
-                let why = "a statement of this transaction failed; rolled back";
-                Err(if race { Error::Contention(why.into()) } else { Error::internal(why) })
-            }
-        }
-    }
-
-    fn abort(mut self: Box<Self>) -> Result<()> {
-        self.end("ROLLBACK")
-    }
-}
-
-/// One table inside a transaction.
-struct Rel<'t> {
-    txn: &'t Txn,
-    name: String,
-}
-
-impl ReadTable for Rel<'_> {
-    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
-        if let Some(held) = self.txn.state().pending.get(&self.name, key) {
-            return Ok(held.map(|v| Bytes::Owned(v.to_vec())));
-        }
-        let rows = self
-            .txn
-            .rows("SELECT v FROM edgemail_kv WHERE tbl = $1 AND k = $2", &[&self.name, &key])?;
-        Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
-    }
-
-    fn range<'r>(
-        &'r self,
-        lo: Bound<&[u8]>,
-        hi: Bound<&[u8]>,
-        direction: Direction,
-    ) -> Result<Entries<'r>> {
-        Ok(Entries::Boxed(Box::new(Pages::new(self, lo, hi, direction))))
-    }
-
-    fn len(&self) -> Result<u64> {
-        self.txn.flush(Some(&self.name))?;
-        let rows =
-            self.txn.rows("SELECT count(*) FROM edgemail_kv WHERE tbl = $1", &[&self.name])?;
-        let count: i64 = rows.first().map_or(0, |row| row.get(0));
-        Ok(count.max(0) as u64)
-    }
-}
-
-impl WriteTable for Rel<'_> {
-    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut state = self.txn.state();
-        state.written.note(&self.name);
-        state.pending.put(&self.name, key, value);
-        Ok(())
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
-        self.txn.state().written.note(&self.name);
-        if let Some(held) = self.txn.state().pending.delete(&self.name, key) {
-            // The held write is now a held delete: a row the server has goes at the flush.
-            return Ok(held.map(Bytes::Owned));
-        }
-        let rows = self.txn.rows(
-            "DELETE FROM edgemail_kv WHERE tbl = $1 AND k = $2 RETURNING v",
-            &[&self.name, &key],
-        )?;
-        Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
+        Ok(Box::new(self.begin(Begin::Snapshot)?))
     }
 }

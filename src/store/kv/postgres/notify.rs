@@ -1,6 +1,9 @@
 //! Telling the nodes that share a database what was written, so they act at once instead of at
 //! their next poll. A write transaction that wrote a watched table (a short list the store names)
-//! queues `NOTIFY edgemail_changes, '<table>'` ahead of its COMMIT, in the same exchange: PostgreSQL
+//! queues `NOTIFY edgemail_changes, '<table>/<origin>'` ahead of its COMMIT, in the same exchange
+//! (`origin` names the process, whose listener drops its own notifications: a process wakes its
+//! engines after its own writes directly, as on the file, and a second wake-up is a wasted
+//! look at the store per commit, several per message sent). PostgreSQL
 //! delivers a notification only if its transaction commits, and one per table per commit (it folds
 //! duplicates), so tables nobody waits for cost nothing. Each node keeps one connection of its own
 //! (not from the pool, whose connections come and go) that runs `LISTEN` and forwards every
@@ -66,15 +69,28 @@ pub(super) fn check(watched: &[&str]) -> Result<(), String> {
     }
 }
 
+/// A name for this process among those sharing the database, unique enough to tell its own
+/// notifications from the others'.
+pub(super) fn origin() -> Arc<str> {
+    format!("{:016x}", rand::random::<u64>()).into()
+}
+
+/// What a notification's payload tells this process (`origin`): nothing when it sent it.
+fn told(payload: &str, origin: &str) -> Option<Changed> {
+    let (table, from) = payload.split_once('/').unwrap_or((payload, ""));
+    (from != origin).then(|| Changed::Table(table.into()))
+}
+
 /// The watched tables a write transaction wrote so far.
 pub(super) struct Written {
     watched: &'static [&'static str],
     bits: u64,
+    origin: Arc<str>,
 }
 
 impl Written {
-    pub fn new(watched: &'static [&'static str]) -> Written {
-        Written { watched, bits: 0 }
+    pub fn new(watched: &'static [&'static str], origin: Arc<str>) -> Written {
+        Written { watched, bits: 0, origin }
     }
 
     pub fn note(&mut self, table: &str) {
@@ -92,7 +108,7 @@ impl Written {
         let mut sql = String::new();
         for (at, name) in self.watched.iter().enumerate() {
             if self.bits & (1 << at) != 0 {
-                sql.push_str(&format!("NOTIFY {CHANNEL}, '{name}'; "));
+                sql.push_str(&format!("NOTIFY {CHANNEL}, '{name}/{}'; ", self.origin));
             }
         }
         sql.push_str("COMMIT");
@@ -112,7 +128,12 @@ pub(super) struct Listener {
 
 impl Listener {
     /// A listener that will connect as `config` says, over `tls`, on the runtime of `handle`.
-    pub fn new<T>(config: &tokio_postgres::Config, tls: T, handle: &tokio::runtime::Handle) -> Self
+    pub fn new<T>(
+        config: &tokio_postgres::Config,
+        tls: T,
+        handle: &tokio::runtime::Handle,
+        origin: Arc<str>,
+    ) -> Self
     where
         T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
         T::Stream: Send,
@@ -123,7 +144,8 @@ impl Listener {
         let connected = Arc::new(AtomicBool::new(false));
         let mut config = config.clone();
         config.application_name(APPLICATION_NAME).connect_timeout(PING_TIMEOUT);
-        let (to, up, handle) = (sender.clone(), connected.clone(), handle.clone());
+        let to = Outlet { sender: sender.clone(), origin };
+        let (up, handle) = (connected.clone(), handle.clone());
         let start: Start = Box::new(move || {
             handle.spawn(listen(config, tls, to, up));
         });
@@ -148,10 +170,16 @@ impl Listener {
 }
 
 /// Listens until the runtime ends, connecting again after a cut with a growing pause.
+/// Where notifications go, and whose are dropped.
+struct Outlet {
+    sender: broadcast::Sender<Changed>,
+    origin: Arc<str>,
+}
+
 async fn listen<T>(
     config: tokio_postgres::Config,
     tls: T,
-    sender: broadcast::Sender<Changed>,
+    sender: Outlet,
     connected: Arc<AtomicBool>,
 ) where
     T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
@@ -177,7 +205,7 @@ async fn listen<T>(
 async fn session<T>(
     config: &tokio_postgres::Config,
     tls: T,
-    sender: &broadcast::Sender<Changed>,
+    outlet: &Outlet,
     connected: &AtomicBool,
     sessions: u64,
 ) -> String
@@ -197,9 +225,11 @@ where
         loop {
             match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
                 Some(Ok(AsyncMessage::Notification(n))) => {
-                    crate::metrics::store_notification();
-                    // Nobody subscribed is no error: the next subscriber looks anyway.
-                    let _ = sender.send(Changed::Table(n.payload().into()));
+                    if let Some(changed) = told(n.payload(), &outlet.origin) {
+                        crate::metrics::store_notification();
+                        // Nobody subscribed is no error: the next subscriber looks anyway.
+                        let _ = outlet.sender.send(changed);
+                    }
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return e.to_string(),
@@ -216,7 +246,7 @@ where
             crate::metrics::store_listener_reconnect();
             tracing::info!("store notifications: listening again");
         }
-        let _ = sender.send(Changed::Everything);
+        let _ = outlet.sender.send(Changed::Everything);
         loop {
             tokio::time::sleep(PING).await;
             match tokio::time::timeout(PING_TIMEOUT, client.batch_execute("SELECT 1")).await {
@@ -240,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_commit_notifies_each_watched_table_it_wrote_once() {
-        let mut w = Written::new(&WATCHED);
+        let mut w = Written::new(&WATCHED, "o1".into());
         assert_eq!(w.commit(), "COMMIT");
         w.note("emails");
         assert_eq!(w.commit(), "COMMIT");
@@ -249,8 +279,16 @@ mod tests {
         w.note("domains");
         assert_eq!(
             w.commit(),
-            "NOTIFY edgemail_changes, 'api_keys'; NOTIFY edgemail_changes, 'domains'; COMMIT"
+            "NOTIFY edgemail_changes, 'api_keys/o1'; NOTIFY edgemail_changes, 'domains/o1'; COMMIT"
         );
+    }
+
+    #[test]
+    fn a_process_is_not_told_its_own_commits() {
+        assert_eq!(told("queue/o2", "o1"), Some(Changed::Table("queue".into())));
+        assert_eq!(told("queue/o1", "o1"), None);
+        // An older node's payload is the bare table name.
+        assert_eq!(told("queue", "o1"), Some(Changed::Table("queue".into())));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::ops::Bound;
 
 use super::super::super::error::Result;
 use super::super::{Bytes, Direction};
-use super::Rel;
+use super::txn::Rel;
 
 /// A range is read in pages that grow from this many rows (most ranges stop after a few).
 const FIRST_PAGE: i64 = 16;

@@ -1,0 +1,400 @@
+//! One transaction on one pooled connection: its BEGIN sent with its first statement, its
+//! writes held (`pending`) until a read needs them or it commits, the keys it read ahead kept
+//! for its later reads, and its end (a read snapshot's left to the next user, `idle`).
+
+use std::ops::Bound;
+use std::sync::{Arc, Mutex};
+
+use deadpool_postgres::Object;
+use tokio_postgres::Statement;
+
+use super::super::super::error::{Error, Result};
+use super::super::{
+    Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Transaction, WriteTable, WriteTxn,
+};
+use super::fail::lost_race;
+use super::idle::{self, Idle};
+use super::notify;
+use super::pages::Pages;
+use super::pending::{Columns, Pending};
+use super::{DELETE, UPSERT, wait};
+
+/// The kinds of transaction, each with its BEGIN.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Begin {
+    Read,
+    Serializable,
+    Snapshot,
+}
+
+impl Begin {
+    /// The BEGIN, after the ROLLBACK of the snapshot a connection was left in (`idle`) when
+    /// `dirty`: one simple query either way.
+    fn sql(self, dirty: bool) -> &'static str {
+        match (self, dirty) {
+            (Begin::Read, false) => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+            (Begin::Read, true) => "ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+            (Begin::Serializable, false) => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            (Begin::Serializable, true) => "ROLLBACK; BEGIN ISOLATION LEVEL SERIALIZABLE",
+            (Begin::Snapshot, false) => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+            (Begin::Snapshot, true) => "ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ",
+        }
+    }
+}
+
+/// An open transaction on one pooled connection. After a failed statement PostgreSQL refuses
+/// the rest of the transaction (and a COMMIT quietly rolls back), so the first failure is kept
+/// and answered at commit.
+pub(super) struct Txn {
+    client: Option<Object>,
+    handle: tokio::runtime::Handle,
+    state: Mutex<State>,
+    kind: Begin,
+    /// Whether the connection came inside a finished snapshot (`idle`), rolled back by this
+    /// transaction's BEGIN: kept there again when this one sends nothing.
+    dirty: bool,
+    idle: Arc<Idle>,
+}
+
+struct State {
+    /// The BEGIN not sent yet: it goes with the first statement.
+    begin: Option<&'static str>,
+    /// Whether a statement failed, and whether that was a lost race.
+    failed: Option<bool>,
+    pending: Pending,
+    /// The watched tables written, to be told at commit.
+    written: notify::Written,
+    /// Keys named ahead (`read_ahead`), read with the next key asked of the server.
+    wanted: Vec<(String, Vec<u8>)>,
+}
+
+/// Runs `begin` (when still to be sent) and then `work`, in one exchange with the server: both
+/// are queued on the connection before either answer is awaited.
+async fn after_begin<T>(
+    client: &Object,
+    begin: Option<&'static str>,
+    work: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+) -> std::result::Result<T, tokio_postgres::Error> {
+    let begun = async {
+        match begin {
+            Some(sql) => client.batch_execute(sql).await,
+            None => Ok(()),
+        }
+    };
+    let (begun, done) = tokio::join!(begun, work);
+    begun.and(done)
+}
+
+impl Txn {
+    pub(super) fn open(
+        (client, dirty): (Object, bool),
+        kind: Begin,
+        handle: tokio::runtime::Handle,
+        idle: Arc<Idle>,
+        written: notify::Written,
+    ) -> Txn {
+        let begin = Some(kind.sql(dirty));
+        let pending = Pending::default();
+        let state = State { begin, failed: None, pending, written, wanted: Vec::new() };
+        Txn { client: Some(client), handle, state: state.into(), kind, dirty, idle }
+    }
+
+    /// Keeps `client` for the next transaction when it holds a snapshot nobody rolled back yet.
+    fn keep_idle(&self, client: Object) {
+        if let Some(client) = self.idle.keep(client) {
+            self.handle.spawn(idle::end(client));
+        }
+    }
+
+    fn client(&self) -> Result<&Object> {
+        self.client.as_ref().ok_or_else(|| Error::internal("transaction already ended"))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps a failure for the commit.
+    fn failed(&self, e: tokio_postgres::Error) -> Error {
+        self.state().failed.get_or_insert(lost_race(&e));
+        e.into()
+    }
+
+    /// Runs `statement` (prepared once per connection) and keeps its failure for the commit.
+    pub(super) fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        let client = self.client()?;
+        let begin = self.state().begin.take();
+        crate::metrics::store_round_trip();
+        let outcome = wait(after_begin(client, begin, async {
+            let statement: Statement = client.prepare_cached(sql).await?;
+            client.query(&statement, params).await
+        }));
+        outcome.map_err(|e| self.failed(e))
+    }
+
+    /// Sends the held writes of `table` (of every table when `None`).
+    pub(super) fn flush(&self, table: Option<&str>) -> Result<()> {
+        let columns = self.state().pending.take(table);
+        if columns.is_empty() { Ok(()) } else { self.send(&columns, None) }
+    }
+
+    /// Sends `columns` and then `end` (COMMIT), all in one exchange.
+    fn send(&self, columns: &Columns, end: Option<&str>) -> Result<()> {
+        let client = self.client()?;
+        let begin = self.state().begin.take();
+        crate::metrics::store_round_trip();
+        let outcome = wait(async {
+            // Prepared before anything is sent: a statement not prepared yet costs an exchange
+            // of its own, and the writes must be queued ahead of the COMMIT.
+            let upsert = match columns.put_keys.is_empty() {
+                true => None,
+                false => Some(client.prepare_cached(UPSERT).await?),
+            };
+            let delete = match columns.delete_keys.is_empty() {
+                true => None,
+                false => Some(client.prepare_cached(DELETE).await?),
+            };
+            after_begin(client, begin, async {
+                let put = async {
+                    let Some(statement) = &upsert else { return Ok(0) };
+                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                        [&columns.put_tables, &columns.put_keys, &columns.put_values];
+                    client.execute(statement, &params).await
+                };
+                let delete = async {
+                    let Some(statement) = &delete else { return Ok(0) };
+                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
+                        [&columns.delete_tables, &columns.delete_keys];
+                    client.execute(statement, &params).await
+                };
+                let end = async {
+                    match end {
+                        Some(sql) => client.batch_execute(sql).await,
+                        None => Ok(()),
+                    }
+                };
+                // After a failed write the COMMIT answers ROLLBACK without an error: the first
+                // failure in sending order is the transaction's.
+                let (put, delete, end) = tokio::join!(put, delete, end);
+                put.and(delete).and(end)
+            })
+            .await
+        });
+        outcome.map_err(|e| self.failed(e))
+    }
+
+    fn end(&mut self, sql: &'static str) -> Result<()> {
+        let client = self.client.take().ok_or_else(|| Error::internal("transaction ended"))?;
+        if self.state().begin.is_some() {
+            // Nothing was sent: the connection is as it came, inside a finished snapshot when
+            // dirty (rolled back by the next BEGIN), otherwise as the pool gave it.
+            if self.dirty {
+                self.keep_idle(client);
+            }
+            return Ok(());
+        }
+        crate::metrics::store_round_trip();
+        let ended = wait(client.batch_execute(sql));
+        if ended.is_err() {
+            // A connection whose transaction state is unknown must not serve another one.
+            drop(Object::take(client));
+        }
+        Ok(ended?)
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else { return };
+        let (unsent, failed) = {
+            let state = self.state();
+            (state.begin.is_some(), state.failed.is_some())
+        };
+        if unsent {
+            if self.dirty {
+                self.keep_idle(client);
+            }
+            return;
+        }
+        if self.kind == Begin::Read && !failed {
+            // A read snapshot holds no lock: its ROLLBACK goes with the next BEGIN (`idle`).
+            self.keep_idle(client);
+            return;
+        }
+        // An abandoned write (or a read that failed) is rolled back at once, on the backend's
+        // runtime so the caller goes on; the connection returns to the pool after.
+        self.handle.spawn(idle::end(client));
+    }
+}
+
+/// The rows of many keys of any tables, in one statement.
+const AHEAD: &str = "SELECT x.tbl, x.k, d.v FROM unnest($1::text[], $2::bytea[]) AS x(tbl, k) \
+    JOIN edgemail_kv AS d ON d.tbl = x.tbl AND d.k = x.k";
+
+impl Txn {
+    /// Notes the keys not known yet, to be read with the next key this transaction has to ask
+    /// the server for: keys named ahead by several callers then go in one exchange.
+    fn read_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
+        let mut state = self.state();
+        let (tables, wanted) = state.pending.unknown(keys);
+        state.wanted.extend(tables.into_iter().zip(wanted));
+        Ok(())
+    }
+
+    /// Reads `key` of `table` with every key noted ahead, in one exchange; false when none was
+    /// noted (the caller asks for `key` alone).
+    fn read_wanted(&self, table: &str, key: &[u8]) -> Result<bool> {
+        let mut wanted = std::mem::take(&mut self.state().wanted);
+        if wanted.is_empty() {
+            return Ok(false);
+        }
+        wanted.push((table.to_owned(), key.to_vec()));
+        let keys: Vec<(&str, Vec<u8>)> =
+            wanted.iter().map(|(t, k)| (t.as_str(), k.clone())).collect();
+        let (tables, keys) = self.state().pending.unknown(&keys);
+        if keys.is_empty() {
+            return Ok(true);
+        }
+        let rows = self.rows(AHEAD, &[&tables, &keys])?;
+        let mut state = self.state();
+        for (table, key) in tables.iter().zip(keys) {
+            state.pending.learn(table, key, None);
+        }
+        for row in rows {
+            let table: &str = row.get(0);
+            state.pending.learn(table, row.get(1), Some(row.get(2)));
+        }
+        Ok(true)
+    }
+}
+
+impl ReadTxn for Txn {
+    fn table(&self, name: &str) -> Result<Opened<'_>> {
+        Ok(Opened::Boxed(Box::new(Rel { txn: self, name: name.to_owned() })))
+    }
+
+    fn reads_ahead(&self) -> bool {
+        true
+    }
+
+    fn read_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
+        Txn::read_ahead(self, keys)
+    }
+}
+
+impl WriteTxn for Txn {
+    fn table(&self, name: &str) -> Result<Box<dyn WriteTable + '_>> {
+        Ok(Box::new(Rel { txn: self, name: name.to_owned() }))
+    }
+
+    fn reads_ahead(&self) -> bool {
+        true
+    }
+
+    fn read_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
+        Txn::read_ahead(self, keys)
+    }
+}
+
+impl Transaction for Txn {
+    fn commit(mut self: Box<Self>) -> Result<()> {
+        let (failed, columns, begun) = {
+            let mut state = self.state();
+            (state.failed, state.pending.take(None), state.begin.is_none())
+        };
+        match failed {
+            None if !begun && columns.is_empty() => Ok(()),
+            None => {
+                let commit = self.state().written.commit();
+                let committed = self.send(&columns, Some(commit.as_ref()));
+                if let Some(client) = self.client.take()
+                    && committed.is_err()
+                {
+                    // A connection whose transaction state is unknown must not serve another.
+                    drop(Object::take(client));
+                }
+                committed
+            }
+            Some(race) => {
+                self.end("ROLLBACK")?;
+                let why = "a statement of this transaction failed; rolled back";
+                Err(if race { Error::Contention(why.into()) } else { Error::internal(why) })
+            }
+        }
+    }
+
+    fn abort(mut self: Box<Self>) -> Result<()> {
+        self.end("ROLLBACK")
+    }
+}
+
+/// One table inside a transaction.
+pub(super) struct Rel<'t> {
+    pub txn: &'t Txn,
+    pub name: String,
+}
+
+impl ReadTable for Rel<'_> {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        if let Some(held) = self.txn.state().pending.get(&self.name, key) {
+            return Ok(held.map(|v| Bytes::Owned(v.to_vec())));
+        }
+        if self.txn.read_wanted(&self.name, key)?
+            && let Some(known) = self.txn.state().pending.get(&self.name, key)
+        {
+            return Ok(known.map(|v| Bytes::Owned(v.to_vec())));
+        }
+        let rows = self
+            .txn
+            .rows("SELECT v FROM edgemail_kv WHERE tbl = $1 AND k = $2", &[&self.name, &key])?;
+        Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
+    }
+
+    fn range<'r>(
+        &'r self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Result<Entries<'r>> {
+        Ok(Entries::Boxed(Box::new(Pages::new(self, lo, hi, direction))))
+    }
+
+    fn len(&self) -> Result<u64> {
+        self.txn.flush(Some(&self.name))?;
+        let rows =
+            self.txn.rows("SELECT count(*) FROM edgemail_kv WHERE tbl = $1", &[&self.name])?;
+        let count: i64 = rows.first().map_or(0, |row| row.get(0));
+        Ok(count.max(0) as u64)
+    }
+}
+
+impl WriteTable for Rel<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut state = self.txn.state();
+        state.written.note(&self.name);
+        state.pending.put(&self.name, key, value);
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
+        self.txn.state().written.note(&self.name);
+        let known = |rel: &Self| rel.txn.state().pending.delete(&rel.name, key);
+        let mut held = known(self);
+        if held.is_none() && self.txn.read_wanted(&self.name, key)? {
+            held = known(self);
+        }
+        if let Some(held) = held {
+            // Held (or read ahead): a row the server has goes at the flush.
+            return Ok(held.map(Bytes::Owned));
+        }
+        let rows = self.txn.rows(
+            "DELETE FROM edgemail_kv WHERE tbl = $1 AND k = $2 RETURNING v",
+            &[&self.name, &key],
+        )?;
+        Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
+    }
+}

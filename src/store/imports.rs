@@ -103,7 +103,7 @@ mod tests {
         email.summary.folder = Folder::Inbox;
         email.summary.created_at = 1_000_000;
         email.summary.size = size;
-        let raw = vec![b'x'; usize::try_from(size).expect("small") /* ok: test */];
+        let raw = vec![b'x'; usize::try_from(size).expect("small")]; // ok: test
         ImportItem { email, raw, flags: vec!["\\Seen".into()], key: key.into() }
     }
 

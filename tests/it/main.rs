@@ -76,6 +76,7 @@ mod openapi_examples;
 mod outreach;
 mod pacing;
 mod paging;
+mod postgres_plans;
 mod postgres_tls;
 mod python_client;
 mod readme;

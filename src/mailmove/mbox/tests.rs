@@ -3,9 +3,9 @@ use super::*;
 fn read_all(bytes: &[u8], limit: usize) -> Vec<MboxMessage> {
     let mut reader = MboxReader::new(bytes, limit);
     let mut out = Vec::new();
-    while let Some(m) = reader.next_message().expect("read") {
-        // ok: test
-        // ok: test
+    loop {
+        let next = reader.next_message().expect("read"); // ok: test
+        let Some(m) = next else { break };
         out.push(m);
     }
     out

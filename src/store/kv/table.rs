@@ -317,6 +317,21 @@ impl Ahead {
         self.keys.push((table.name(), encode_key::<K>(key.borrow())));
         self
     }
+
+    /// Gathers the keys `fill` names and hands them to `read`, when the backend `reads_ahead`
+    /// (otherwise builds no list at all).
+    fn gather(
+        reads_ahead: bool,
+        fill: impl FnOnce(&mut Ahead),
+        read: impl FnOnce(&[(&str, Vec<u8>)]) -> Result<()>,
+    ) -> Result<()> {
+        if !reads_ahead {
+            return Ok(());
+        }
+        let mut ahead = Ahead::default();
+        fill(&mut ahead);
+        read(&ahead.keys)
+    }
 }
 
 impl dyn WriteTxn + '_ {
@@ -329,12 +344,7 @@ impl dyn WriteTxn + '_ {
 
     /// Reads the keys `fill` names in one exchange where that saves any; see `Ahead`.
     pub fn ahead(&self, fill: impl FnOnce(&mut Ahead)) -> Result<()> {
-        if !self.reads_ahead() {
-            return Ok(());
-        }
-        let mut ahead = Ahead::default();
-        fill(&mut ahead);
-        self.read_ahead(&ahead.keys)
+        Ahead::gather(self.reads_ahead(), fill, |keys| self.read_ahead(keys))
     }
 }
 
@@ -348,12 +358,7 @@ impl Snapshot {
 
     /// Reads the keys `fill` names in one exchange where that saves any; see `Ahead`.
     pub fn ahead(&self, fill: impl FnOnce(&mut Ahead)) -> Result<()> {
-        if !self.reads_ahead() {
-            return Ok(());
-        }
-        let mut ahead = Ahead::default();
-        fill(&mut ahead);
-        self.read_ahead(&ahead.keys)
+        Ahead::gather(self.reads_ahead(), fill, |keys| self.read_ahead(keys))
     }
 }
 

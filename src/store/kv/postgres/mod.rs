@@ -22,6 +22,7 @@ mod idle;
 mod notify;
 mod pages;
 mod pending;
+mod rel;
 mod tls;
 mod txn;
 mod url;
@@ -45,6 +46,14 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS edgemail_kv (
     v bytea NOT NULL,
     PRIMARY KEY (tbl, k)
 )";
+
+/// Settings of every connection, sent at its start. Each statement here finds rows by the
+/// primary key, a key or a key range, so an index path is always the right plan; but a statement
+/// is planned once per connection (a generic plan, after five runs) with the sizes the relation
+/// had then, and one planned while the relation was small (a new store, a bench) scanned all of
+/// it, and hashed it for the read-ahead join, at every run from then on: PostgreSQL's CPU grew
+/// with the store's size. Measured: 4.6 ms a statement over 30,000 rows instead of 0.03 ms.
+const SESSION: &str = "-c enable_seqscan=off";
 
 /// Held writes, one statement for all the puts and one for all the deletes of a flush.
 const UPSERT: &str = "INSERT INTO edgemail_kv (tbl, k, v) \
@@ -94,7 +103,12 @@ impl Postgres {
         watched: &'static [&'static str],
     ) -> Result<Postgres> {
         notify::check(watched).map_err(Error::internal)?;
-        let target = url::parse(url)?;
+        let mut target = url::parse(url)?;
+        let options = match target.config.get_options() {
+            Some(theirs) => format!("{theirs} {SESSION}"),
+            None => SESSION.to_owned(),
+        };
+        target.config.options(&options);
         let hosts = &target.hosts;
         let tls = tls::connector(&target.tls).map_err(|e| {
             Error::invalid(format!("store URL for {hosts}: {e}"), "fix or remove that parameter")

@@ -6,7 +6,7 @@ use std::ops::Bound;
 
 use super::super::super::error::Result;
 use super::super::{Bytes, Direction};
-use super::txn::Rel;
+use super::txn::Txn;
 
 /// A range is read in pages that grow from this many rows (most ranges stop after a few).
 const FIRST_PAGE: i64 = 16;
@@ -14,7 +14,8 @@ const LAST_PAGE: i64 = 1024;
 
 /// A range read lazily, a page at a time, each page resuming after the last key seen.
 pub(super) struct Pages<'r> {
-    rel: &'r Rel<'r>,
+    txn: &'r Txn,
+    table: &'r str,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     direction: Direction,
@@ -43,9 +44,16 @@ fn page_sql(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, direction: Direction) -> S
 }
 
 impl<'r> Pages<'r> {
-    pub fn new(rel: &'r Rel<'r>, lo: Bound<&[u8]>, hi: Bound<&[u8]>, direction: Direction) -> Self {
+    pub fn new(
+        txn: &'r Txn,
+        table: &'r str,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Self {
         Pages {
-            rel,
+            txn,
+            table,
             lo: lo.map(<[u8]>::to_vec),
             hi: hi.map(<[u8]>::to_vec),
             direction,
@@ -56,16 +64,16 @@ impl<'r> Pages<'r> {
     }
 
     fn fetch(&mut self) -> Result<()> {
-        self.rel.txn.flush(Some(&self.rel.name))?;
+        self.txn.flush(Some(self.table))?;
         let sql = page_sql(&self.lo, &self.hi, self.direction);
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&self.rel.name];
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&self.table];
         for bound in [&self.lo, &self.hi] {
             if let Bound::Included(k) | Bound::Excluded(k) = bound {
                 params.push(k);
             }
         }
         params.push(&self.size);
-        let rows = self.rel.txn.rows(&sql, &params)?;
+        let rows = self.txn.rows(&sql, &params)?;
         self.exhausted = (rows.len() as i64) < self.size;
         self.size = (self.size * 4).min(LAST_PAGE);
         for row in rows {

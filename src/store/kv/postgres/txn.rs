@@ -2,20 +2,16 @@
 //! writes held (`pending`) until a read needs them or it commits, the keys it read ahead kept
 //! for its later reads, and its end (a read snapshot's left to the next user, `idle`).
 
-use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
 use deadpool_postgres::Object;
 use tokio_postgres::Statement;
 
 use super::super::super::error::{Error, Result};
-use super::super::{
-    Bytes, Direction, Entries, Opened, ReadTable, ReadTxn, Transaction, WriteTable, WriteTxn,
-};
+use super::super::Transaction;
 use super::fail::lost_race;
 use super::idle::{self, Idle};
 use super::notify;
-use super::pages::Pages;
 use super::pending::{Columns, Pending};
 use super::{DELETE, UPSERT, wait};
 
@@ -231,6 +227,29 @@ impl Drop for Txn {
     }
 }
 
+impl Txn {
+    /// What this transaction knows of `key` without asking the server: a held write or a row
+    /// read ahead (`Some(None)`: known to be absent).
+    pub(super) fn known(&self, table: &str, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        self.state().pending.get(table, key).map(|held| held.map(<[u8]>::to_vec))
+    }
+
+    /// Holds a put until the next flush.
+    pub(super) fn hold_put(&self, table: &str, key: &[u8], value: &[u8]) {
+        let mut state = self.state();
+        state.written.note(table);
+        state.pending.put(table, key, value);
+    }
+
+    /// Holds a delete of a key this transaction knows (its old value comes back); `None` when
+    /// the key is unknown and the server must delete it.
+    pub(super) fn hold_delete(&self, table: &str, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        let mut state = self.state();
+        state.written.note(table);
+        state.pending.delete(table, key)
+    }
+}
+
 /// The rows of many keys of any tables, in one statement.
 const AHEAD: &str = "SELECT x.tbl, x.k, d.v FROM unnest($1::text[], $2::bytea[]) AS x(tbl, k) \
     JOIN edgemail_kv AS d ON d.tbl = x.tbl AND d.k = x.k";
@@ -238,7 +257,7 @@ const AHEAD: &str = "SELECT x.tbl, x.k, d.v FROM unnest($1::text[], $2::bytea[])
 impl Txn {
     /// Notes the keys not known yet, to be read with the next key this transaction has to ask
     /// the server for: keys named ahead by several callers then go in one exchange.
-    fn read_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
+    pub(super) fn note_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
         let mut state = self.state();
         let (tables, wanted) = state.pending.unknown(keys);
         state.wanted.extend(tables.into_iter().zip(wanted));
@@ -247,7 +266,7 @@ impl Txn {
 
     /// Reads `key` of `table` with every key noted ahead, in one exchange; false when none was
     /// noted (the caller asks for `key` alone).
-    fn read_wanted(&self, table: &str, key: &[u8]) -> Result<bool> {
+    pub(super) fn read_wanted(&self, table: &str, key: &[u8]) -> Result<bool> {
         let mut wanted = std::mem::take(&mut self.state().wanted);
         if wanted.is_empty() {
             return Ok(false);
@@ -269,34 +288,6 @@ impl Txn {
             state.pending.learn(table, row.get(1), Some(row.get(2)));
         }
         Ok(true)
-    }
-}
-
-impl ReadTxn for Txn {
-    fn table(&self, name: &str) -> Result<Opened<'_>> {
-        Ok(Opened::Boxed(Box::new(Rel { txn: self, name: name.to_owned() })))
-    }
-
-    fn reads_ahead(&self) -> bool {
-        true
-    }
-
-    fn read_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
-        Txn::read_ahead(self, keys)
-    }
-}
-
-impl WriteTxn for Txn {
-    fn table(&self, name: &str) -> Result<Box<dyn WriteTable + '_>> {
-        Ok(Box::new(Rel { txn: self, name: name.to_owned() }))
-    }
-
-    fn reads_ahead(&self) -> bool {
-        true
-    }
-
-    fn read_ahead(&self, keys: &[(&str, Vec<u8>)]) -> Result<()> {
-        Txn::read_ahead(self, keys)
     }
 }
 
@@ -329,72 +320,5 @@ impl Transaction for Txn {
 
     fn abort(mut self: Box<Self>) -> Result<()> {
         self.end("ROLLBACK")
-    }
-}
-
-/// One table inside a transaction.
-pub(super) struct Rel<'t> {
-    pub txn: &'t Txn,
-    pub name: String,
-}
-
-impl ReadTable for Rel<'_> {
-    fn get(&self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
-        if let Some(held) = self.txn.state().pending.get(&self.name, key) {
-            return Ok(held.map(|v| Bytes::Owned(v.to_vec())));
-        }
-        if self.txn.read_wanted(&self.name, key)?
-            && let Some(known) = self.txn.state().pending.get(&self.name, key)
-        {
-            return Ok(known.map(|v| Bytes::Owned(v.to_vec())));
-        }
-        let rows = self
-            .txn
-            .rows("SELECT v FROM edgemail_kv WHERE tbl = $1 AND k = $2", &[&self.name, &key])?;
-        Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
-    }
-
-    fn range<'r>(
-        &'r self,
-        lo: Bound<&[u8]>,
-        hi: Bound<&[u8]>,
-        direction: Direction,
-    ) -> Result<Entries<'r>> {
-        Ok(Entries::Boxed(Box::new(Pages::new(self, lo, hi, direction))))
-    }
-
-    fn len(&self) -> Result<u64> {
-        self.txn.flush(Some(&self.name))?;
-        let rows =
-            self.txn.rows("SELECT count(*) FROM edgemail_kv WHERE tbl = $1", &[&self.name])?;
-        let count: i64 = rows.first().map_or(0, |row| row.get(0));
-        Ok(count.max(0) as u64)
-    }
-}
-
-impl WriteTable for Rel<'_> {
-    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut state = self.txn.state();
-        state.written.note(&self.name);
-        state.pending.put(&self.name, key, value);
-        Ok(())
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>> {
-        self.txn.state().written.note(&self.name);
-        let known = |rel: &Self| rel.txn.state().pending.delete(&rel.name, key);
-        let mut held = known(self);
-        if held.is_none() && self.txn.read_wanted(&self.name, key)? {
-            held = known(self);
-        }
-        if let Some(held) = held {
-            // Held (or read ahead): a row the server has goes at the flush.
-            return Ok(held.map(Bytes::Owned));
-        }
-        let rows = self.txn.rows(
-            "DELETE FROM edgemail_kv WHERE tbl = $1 AND k = $2 RETURNING v",
-            &[&self.name, &key],
-        )?;
-        Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
     }
 }

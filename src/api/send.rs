@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::input::{OneOrMany, present};
 use super::send_fields;
@@ -333,9 +334,12 @@ async fn commit(ctx: &Ctx, queued: Queued, due: u64) -> Result<()> {
     let Queued { batch, emails, parts, body } = queued;
     let blob = (!parts.is_empty()).then(|| new_id("att"));
     let body = body.map(|b| (new_id("body"), b));
+    let emails = Arc::new(emails);
+    let named = emails.clone();
+    let ahead = move |w: &crate::store::Wtx<'_>| named.iter().try_for_each(|e| w.enqueue_ahead(e));
     ctx.app
         .store
-        .write_snapshot(move |w| -> Result<()> {
+        .write_snapshot_ahead(ahead, move |w| -> Result<()> {
             if let Some(batch) = &batch {
                 w.create_batch(batch)?;
             }
@@ -345,7 +349,7 @@ async fn commit(ctx: &Ctx, queued: Queued, due: u64) -> Result<()> {
             if let Some((id, body)) = &body {
                 w.put_sent_body(id, body)?;
             }
-            for e in &emails {
+            for e in emails.iter() {
                 w.enqueue(e, due)?;
                 if let Some(blob) = &blob {
                     w.share_sent_parts(&e.summary.id, blob)?;

@@ -29,7 +29,7 @@ use crate::dns::Dns;
 use crate::ids::now_ms;
 use crate::mail::sign::Signers;
 use crate::shutdown::Shutdown;
-use crate::store::{Email, Outcome, Store, Topic};
+use crate::store::{Email, Outcome, Store, Summary, Topic};
 use crate::tracking::Tokens;
 use crate::wake::Wake;
 use claim::{LEASE_LOST, claim};
@@ -75,6 +75,8 @@ pub struct Queue {
     in_flight: Mutex<HashSet<String>>,
     /// Due messages another node has claimed, with when to look at them again.
     elsewhere: Mutex<HashMap<String, std::time::Instant>>,
+    /// Whether this node was the only live one when last looked at (`claim::others`).
+    peers: claim::Peers,
     slots: Arc<Semaphore>,
     per_domain: Mutex<HashMap<String, Arc<Semaphore>>>,
     per_domain_limit: usize,
@@ -109,6 +111,7 @@ impl Queue {
             wake,
             in_flight: Mutex::new(HashSet::new()),
             elsewhere: Mutex::new(HashMap::new()),
+            peers: claim::Peers::default(),
             slots: Arc::new(Semaphore::new(d.concurrency)),
             per_domain: Mutex::new(HashMap::new()),
             per_domain_limit: d.per_domain,
@@ -182,40 +185,14 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
             }
         }
         let now = now_ms();
-        let skipped = queue.claimed_elsewhere();
-        // The head holds the entries in flight (they stay queued until final) and those another
-        // node claimed; past them, no more entries than there are free slots can start.
-        let look = queue.in_flight().len() + skipped.len() + free.min(256);
-        let head = match app.store.read(move |r| r.due(u64::MAX, look)).await {
-            Ok(head) => head,
-            Err(e) => {
-                tracing::error!(error = %e, "queue read failed");
-                Vec::new()
-            }
-        };
-        tracing::debug!(entries = head.len(), in_flight = queue.in_flight().len(), "queue scan");
-        let mut next_due = None;
-        for (due, id) in head {
-            if due > now {
-                next_due = Some(due);
-                break;
-            }
-            if queue.in_flight().contains(&id) || skipped.contains(&id) {
-                continue;
-            }
-            let Ok(permit) = queue.slots.clone().try_acquire_owned() else {
-                break; // at capacity: a finishing attempt wakes us
-            };
-            queue.in_flight().insert(id.clone());
-            tokio::spawn(attempt(app.clone(), due, id, permit));
-        }
+        let next_due = scan(&app, now).await;
         let wait = next_due.map_or(Duration::from_secs(60), |due| {
             Duration::from_millis(due.saturating_sub(now)).min(Duration::from_secs(60))
         });
         let wait = app.node.poll(wait);
         tokio::select! {
             _ = queue.wake.notified() => {}
-            _ = told.wait(&[Topic::Nodes]) => {}
+            _ = told.wait(&[Topic::Nodes]) => queue.peers_changed(),
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait() => break,
         }
@@ -224,6 +201,48 @@ pub async fn run(app: Engine, mut shutdown: Shutdown) {
     while !queue.in_flight().is_empty() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Looks at the queue's head and starts an attempt on each entry due at `now` that no attempt
+/// holds, while slots are free; answers when the first entry not yet due is.
+async fn scan(app: &Engine, now: u64) -> Option<u64> {
+    let queue = &app.queue;
+    let free = queue.slots.available_permits();
+    let skipped = queue.claimed_elsewhere();
+    // The head holds the entries in flight (they stay queued until final) and those another
+    // node claimed; past them, no more entries than there are free slots can start.
+    let look = queue.in_flight().len() + skipped.len() + free.min(256);
+    let head = match app.store.read(move |r| r.due(u64::MAX, look)).await {
+        Ok(head) => head,
+        Err(e) => {
+            tracing::error!(error = %e, "queue read failed");
+            Vec::new()
+        }
+    };
+    tracing::debug!(entries = head.len(), in_flight = queue.in_flight().len(), "queue scan");
+    let next_due = head.iter().find(|(due, _)| *due > now).map(|(due, _)| *due);
+    let startable: Vec<(u64, String)> = {
+        let in_flight = queue.in_flight();
+        let new = |(_, id): &&(u64, String)| !in_flight.contains(id) && !skipped.contains(id);
+        head.iter().filter(|(due, _)| *due <= now).filter(new).take(free).cloned().collect()
+    };
+    let ids = startable.iter().map(|(_, id)| id.clone()).collect();
+    let others = claim::others(app, ids).await.unwrap_or_else(|e| {
+        // Each attempt checks its claim anyway: the cost of starting them is a lost write each.
+        tracing::warn!(error = %e, "claims read failed");
+        HashSet::new()
+    });
+    for (due, id) in startable {
+        if others.contains(&id) {
+            continue;
+        }
+        let Ok(permit) = queue.slots.clone().try_acquire_owned() else {
+            break; // at capacity: a finishing attempt wakes us
+        };
+        queue.in_flight().insert(id.clone());
+        tokio::spawn(attempt(app.clone(), due, id, permit));
+    }
+    next_due
 }
 
 async fn attempt(app: Engine, due: u64, id: String, slot: OwnedSemaphorePermit) {
@@ -252,7 +271,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
     let Loaded { email, domain, submitted, parts, hosted } = match loaded {
         Load::Ready(loaded) => *loaded,
         // Gone (deleted, or its domain removed): the commit below drops the queue entry.
-        Load::Orphan => return finish(app, id, due, Vec::new(), 0, None).await,
+        Load::Orphan => return finish(app, (due, id), Vec::new(), 0, None, None).await,
         Load::Gone | Load::Unclaimed => return Ok(()),
     };
     tracing::debug!(email = id, due, "delivery attempt");
@@ -263,7 +282,7 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         .map(|d| d.recipient.clone())
         .collect();
     if pending.is_empty() {
-        return finish(app, id, due, Vec::new(), 0, None).await;
+        return finish(app, (due, id), Vec::new(), 0, None, None).await;
     }
     if pacing::holds(app, &email, due).await? {
         return Ok(());
@@ -319,7 +338,8 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
         let deferred = outcomes.iter().any(|(_, o)| matches!(o, Outcome::Deferred(_)));
         retry_at = if deferred { retry_at.min(resume) } else { resume };
     }
-    finish(app, id, due, outcomes, retry_at, commit).await
+    let seen = Some((email.domain().to_owned(), email.summary.clone()));
+    finish(app, (due, id), outcomes, retry_at, commit, seen).await
 }
 
 /// Commits the attempt's outcomes, with the copies handed to local mailboxes and the report to
@@ -327,13 +347,15 @@ async fn attempt_inner(app: &Deps, due: u64, id: &str) -> Result<()> {
 /// retried: a refused write is "later", never a delivery outcome, and delivering again what the
 /// receivers already took would duplicate it. At shutdown the store closes, the retry ends and
 /// the entry, still queued, is delivered again after the restart (at least once).
+/// `seen`: the message's domain and summary as the attempt loaded it, to name the keys the
+/// commit reads ahead of its group commit.
 async fn finish(
     app: &Deps,
-    id: &str,
-    due: u64,
+    (due, id): (u64, &str),
     outcomes: Vec<(String, Outcome)>,
     retry_at: u64,
     local: Option<local::Commit>,
+    seen: Option<(String, Summary)>,
 ) -> Result<()> {
     use crate::store::JobError;
     let outcomes = Arc::new(outcomes);
@@ -341,9 +363,13 @@ async fn finish(
     let node = app.node.is_shared().then(|| app.node.name().to_owned());
     loop {
         let (email, held_outcomes, local) = (id.to_owned(), outcomes.clone(), local.clone());
+        let (named, seen) = ((id.to_owned(), node.clone()), seen.clone());
+        let ahead = move |w: &crate::store::Wtx<'_>| {
+            let seen = seen.as_ref().map(|(domain, summary)| (domain.as_str(), summary));
+            w.finish_ahead((due, &named.0), named.1.as_deref(), seen)
+        };
         let node = node.clone();
         let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<bool> {
-            w.attempt_ahead(due, &email, node.as_deref())?;
             if let Some(node) = &node {
                 if !w.holds_claim(&email, node, now_ms())? {
                     return Err(crate::store::Error::Conflict(LEASE_LOST.into()).into());
@@ -357,7 +383,7 @@ async fn finish(
             }
             Ok(w.finish_attempt(&email, due, &held_outcomes, retry_at)?)
         };
-        match app.store.write_snapshot(commit).await {
+        match app.store.write_snapshot_ahead(ahead, commit).await {
             Err(e)
                 if e.is_disk()
                     || (e.is_transient() && app.store.is_open() && tries < retry::HOLD_TRIES) =>

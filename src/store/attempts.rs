@@ -3,7 +3,7 @@
 //! hard-bounced addresses and counts what happened for the batch, the sequence and the day.
 
 use super::batches::Event;
-use super::emails::Folder;
+use super::emails::{Folder, Summary};
 use super::error::Result;
 use super::events::{EventType, outcome_data};
 use super::stats::{self, DayCounts};
@@ -86,6 +86,24 @@ impl Wtx<'_> {
     /// What committing an attempt reads first, in one exchange where that saves any.
     pub fn attempt_ahead(&self, due: u64, id: &str, node: Option<&str>) -> Result<()> {
         attempt_ahead(self, due, id, node)
+    }
+
+    /// Everything committing an attempt reads first, named before its group commit runs
+    /// (`Store::write_snapshot_ahead`): the keys of `attempt_ahead`, and, when the attempt loaded
+    /// the message (`seen`: its domain and summary then), its day's counter and its index and
+    /// folder keys. A message changed since only costs the reads of its new keys.
+    pub fn finish_ahead(
+        &self,
+        (due, id): (u64, &str),
+        node: Option<&str>,
+        seen: Option<(&str, &Summary)>,
+    ) -> Result<()> {
+        attempt_ahead(self, due, id, node)?;
+        if let Some((domain, before)) = seen {
+            self.day_ahead(domain, crate::ids::now_ms())?;
+            self.replace_ahead(before, Folder::once_sent(before.folder))?;
+        }
+        Ok(())
     }
 
     /// Commits the outcome of an attempt made under the queue entry `(due, id)`. An entry that is

@@ -116,6 +116,38 @@ impl Rtx {
         holds_claim(self, id, node, now)
     }
 
+    /// Of `ids` (queued messages), those another node holds a claim on with a heartbeat current
+    /// at `now`: their claims read in one exchange, then each holder's heartbeat once.
+    pub fn claimed_by_others(&self, ids: &[String], node: &str, now: u64) -> Result<Vec<String>> {
+        self.ahead(|a| {
+            for id in ids {
+                a.key(CLAIMS, id.as_str());
+            }
+        })?;
+        let claims = self.tx.open_table(CLAIMS)?;
+        let mut live: Vec<(String, bool)> = Vec::new();
+        let mut out = Vec::new();
+        for id in ids {
+            let Some(holder) = claims.get(id.as_str())? else { continue };
+            let holder = holder.value();
+            if holder == node {
+                continue;
+            }
+            let alive = match live.iter().find(|(name, _)| name == holder) {
+                Some((_, alive)) => *alive,
+                None => {
+                    let alive = alive(self, holder, now)?;
+                    live.push((holder.to_owned(), alive));
+                    alive
+                }
+            };
+            if alive {
+                out.push(id.clone());
+            }
+        }
+        Ok(out)
+    }
+
     /// The nodes whose heartbeat is current at `now`, by name.
     pub fn live_nodes(&self, now: u64) -> Result<Vec<String>> {
         let mut out = Vec::new();

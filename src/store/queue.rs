@@ -19,6 +19,11 @@ fn sent_with_message_id(tx: &impl Tables, message_id: &str) -> Result<Option<Str
 }
 
 impl Wtx<'_> {
+    /// The keys `enqueue` reads, named ahead (`Store::write_snapshot_ahead`).
+    pub fn enqueue_ahead(&self, email: &Email) -> Result<()> {
+        self.insert_ahead(email)
+    }
+
     /// Stores an outbound message in its outbox and queues it for `due`.
     pub fn enqueue(&mut self, email: &Email, due: u64) -> Result<()> {
         self.insert_email(email)?;

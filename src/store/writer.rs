@@ -48,7 +48,14 @@ trait Job: Send {
     fn refuse(self: Box<Self>, refusal: Error);
     /// Whether the job runs under snapshot isolation (`Backend::write_snapshot`).
     fn snapshot(&self) -> bool;
+    /// Names the keys the job will read (`ReadTxn::read_ahead`), before any job of the batch
+    /// runs: a backend across a network then reads the keys of the whole batch in one exchange
+    /// instead of one a job.
+    fn ahead(&self, tx: &dyn WriteTxn);
 }
+
+/// What a job names ahead (see `Job::ahead`).
+pub(super) type AheadFn = Box<dyn Fn(&dyn WriteTxn) + Send>;
 
 /// What kind of fault aborted a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +68,7 @@ enum Fault {
 
 struct Pending<F, T, E> {
     snapshot: bool,
+    ahead: Option<AheadFn>,
     work: Option<F>,
     outcome: Option<Result<T, E>>,
     reply: oneshot::Sender<Result<T, E>>,
@@ -109,6 +117,12 @@ where
     fn snapshot(&self) -> bool {
         self.snapshot
     }
+
+    fn ahead(&self, tx: &dyn WriteTxn) {
+        if let Some(ahead) = &self.ahead {
+            ahead(tx);
+        }
+    }
 }
 
 /// Work that runs between two commits, with no transaction open: the file then holds exactly the
@@ -153,14 +167,19 @@ impl Writer {
 
     /// Queues `work` (under snapshot isolation when `snapshot`); the receiver yields its result
     /// once it is durable.
-    pub(super) fn submit<F, T, E>(&self, work: F, snapshot: bool) -> oneshot::Receiver<Result<T, E>>
+    pub(super) fn submit<F, T, E>(
+        &self,
+        work: F,
+        snapshot: bool,
+        ahead: Option<AheadFn>,
+    ) -> oneshot::Receiver<Result<T, E>>
     where
         F: FnOnce(&dyn WriteTxn) -> Result<T, E> + Clone + Send + 'static,
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job = Box::new(Pending { snapshot, work: Some(work), outcome: None, reply });
+        let job = Box::new(Pending { snapshot, ahead, work: Some(work), outcome: None, reply });
         // Once the thread is gone the job is dropped unrun, closing `answer`: the caller reads
         // that as the store shutting down (503), not as a failed commit.
         let _ = self.tx.send(Msg::Job(job));
@@ -341,6 +360,11 @@ fn run_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool, snapshot: bool) -
 
 fn try_batch(db: &Db, batch: &mut [Box<dyn Job>], again: bool, snapshot: bool) -> Result<()> {
     let tx = if snapshot { db.write_snapshot()? } else { db.write()? };
+    if tx.reads_ahead() {
+        for job in batch.iter() {
+            job.ahead(&*tx);
+        }
+    }
     for job in batch.iter_mut() {
         job.run(&*tx, again);
         if let Some(fault) = job.fault() {
@@ -374,7 +398,16 @@ mod tests {
             tx.open_table(T)?.insert(key, 1)?;
             end()
         };
-        (Box::new(Pending { snapshot: false, work: Some(work), outcome: None, reply }), answer)
+        (
+            Box::new(Pending {
+                snapshot: false,
+                ahead: None,
+                work: Some(work),
+                outcome: None,
+                reply,
+            }),
+            answer,
+        )
     }
 
     /// Runs the jobs as one group commit; returns their answers and the keys the file holds.

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::error::{Error, JobError, Result};
+use super::writer::AheadFn;
 use super::{Store, Wtx};
 
 impl Store {
@@ -18,7 +19,7 @@ impl Store {
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
-        self.write_as(work, false).await
+        self.write_as(work, false, None).await
     }
 
     /// `write` under snapshot isolation on a shared store: for the hot paths (accepting a send,
@@ -36,10 +37,34 @@ impl Store {
         T: Send + 'static,
         E: JobError + Send + 'static,
     {
-        self.write_as(work, true).await
+        self.write_as(work, true, None).await
     }
 
-    async fn write_as<F, T, E>(&self, work: F, snapshot: bool) -> Result<T, E>
+    /// `write_snapshot` for work whose keys are known before it runs: `ahead` names them (the
+    /// `*_ahead` methods), and on a store across a network the keys of every such job of a group
+    /// commit are read in one exchange, where each job alone would cost one.
+    pub async fn write_snapshot_ahead<A, F, T, E>(&self, ahead: A, work: F) -> Result<T, E>
+    where
+        A: Fn(&Wtx<'_>) -> Result<()> + Send + 'static,
+        F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
+        T: Send + 'static,
+        E: JobError + Send + 'static,
+    {
+        let shard = self.shard.clone();
+        let ahead: AheadFn = Box::new(move |tx| {
+            let w = Wtx { tx, emitted: false, imap_changed: false, shard: shard.as_deref() };
+            // Naming keys only notes them; a failure to read them shows in the work itself.
+            let _ = ahead(&w);
+        });
+        self.write_as(work, true, Some(ahead)).await
+    }
+
+    async fn write_as<F, T, E>(
+        &self,
+        work: F,
+        snapshot: bool,
+        ahead: Option<AheadFn>,
+    ) -> Result<T, E>
     where
         F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
         T: Send + 'static,
@@ -48,7 +73,7 @@ impl Store {
         if !self.file.writable() {
             return Err(E::from(self.file.refusal()));
         }
-        let (answer, emitted) = self.submit(work, snapshot);
+        let (answer, emitted) = self.submit(work, snapshot, ahead);
         let out = answer.await.map_err(|_| E::from(shutting_down()))?;
         self.after_commit(&emitted);
         out
@@ -64,7 +89,7 @@ impl Store {
         if !self.file.writable() {
             return Err(E::from(self.file.refusal()));
         }
-        let (answer, emitted) = self.submit(work, false);
+        let (answer, emitted) = self.submit(work, false, None);
         let out = answer.blocking_recv().map_err(|_| E::from(shutting_down()))?;
         self.after_commit(&emitted);
         out
@@ -86,6 +111,7 @@ impl Store {
         &self,
         work: F,
         snapshot: bool,
+        ahead: Option<AheadFn>,
     ) -> (Answer<T, E>, Arc<std::sync::atomic::AtomicU8>)
     where
         F: FnOnce(&mut Wtx<'_>) -> Result<T, E> + Clone + Send + 'static,
@@ -106,6 +132,7 @@ impl Store {
                 out
             },
             snapshot,
+            ahead,
         );
         (answer, emitted)
     }

@@ -70,12 +70,8 @@ impl Wtx<'_> {
         self.insert_email_with(email, None)
     }
 
-    /// `insert_email`, with the message's raw bytes kept in its document when given.
-    pub(super) fn insert_email_with(
-        &mut self,
-        email: &Email,
-        raw: Option<InlineRaw<'_>>,
-    ) -> Result<()> {
+    /// The keys inserting `email` reads, named ahead.
+    pub(super) fn insert_ahead(&self, email: &Email) -> Result<()> {
         let s = &email.summary;
         self.tx.ahead(|ahead| {
             ahead.key(EMAILS, s.id.as_str());
@@ -84,7 +80,16 @@ impl Wtx<'_> {
                 Wtx::written_ahead(ahead, &s.mailbox, &s.to);
             }
             Wtx::imap_added_ahead(ahead, &place(s));
-        })?;
+        })
+    }
+
+    /// `insert_email`, with the message's raw bytes kept in its document when given.
+    pub(super) fn insert_email_with(
+        &mut self,
+        email: &Email,
+        raw: Option<InlineRaw<'_>>,
+    ) -> Result<()> {
+        self.insert_ahead(email)?;
         let mut emails = self.tx.open_table(EMAILS)?;
         if emails.get(email.summary.id.as_str())?.is_some() {
             return Err(Error::Conflict(format!("email {} already exists", email.summary.id)));

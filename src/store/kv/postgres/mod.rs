@@ -23,6 +23,8 @@ mod notify;
 mod pages;
 mod pending;
 mod rel;
+#[cfg(test)]
+mod tests;
 mod tls;
 mod txn;
 mod url;

@@ -24,6 +24,10 @@ pub(super) struct Pages<'r> {
     exhausted: bool,
 }
 
+fn as_slices(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    bound.as_ref().map(Vec::as_slice)
+}
+
 /// The statement for a page between the given kinds of bounds: one text per combination, so
 /// each is prepared once per connection and every one can use the primary key's order.
 fn page_sql(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, direction: Direction) -> String {
@@ -75,9 +79,16 @@ impl<'r> Pages<'r> {
         params.push(&self.size);
         let rows = self.txn.rows(&sql, &params)?;
         self.exhausted = (rows.len() as i64) < self.size;
+        // Only a first page holds the caller's own bounds (later ones resume after a key).
+        let first = self.size == FIRST_PAGE;
         self.size = (self.size * 4).min(LAST_PAGE);
         for row in rows {
             self.buffered.push_back((row.get(0), row.get(1)));
+        }
+        if first && self.exhausted {
+            let whole = self.buffered.iter().cloned().collect();
+            let (lo, hi) = (as_slices(&self.lo), as_slices(&self.hi));
+            self.txn.remember((self.table, lo, hi, self.direction), whole);
         }
         if let Some((last, _)) = self.buffered.back() {
             let resume = Bound::Excluded(last.clone());

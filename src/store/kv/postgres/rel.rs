@@ -66,6 +66,10 @@ impl ReadTable for Rel<'_> {
         hi: Bound<&[u8]>,
         direction: Direction,
     ) -> Result<Entries<'r>> {
+        if let Some(rows) = self.txn.recall((&self.name, lo, hi, direction)) {
+            let rows = rows.into_iter().map(|(k, v)| Ok((Bytes::Owned(k), Bytes::Owned(v))));
+            return Ok(Entries::Boxed(Box::new(rows)));
+        }
         Ok(Entries::Boxed(Box::new(Pages::new(self.txn, &self.name, lo, hi, direction))))
     }
 
@@ -93,6 +97,7 @@ impl WriteTable for Rel<'_> {
             // Held (or read ahead): a row the server has goes at the flush.
             return Ok(held.map(Bytes::Owned));
         }
+        self.txn.forget(&self.name);
         let rows = self.txn.rows(
             "DELETE FROM edgemail_kv WHERE tbl = $1 AND k = $2 RETURNING v",
             &[&self.name, &key],

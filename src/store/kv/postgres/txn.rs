@@ -2,13 +2,17 @@
 //! writes held (`pending`) until a read needs them or it commits, the keys it read ahead kept
 //! for its later reads, and its end (a read snapshot's left to the next user, `idle`).
 
+use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
 use deadpool_postgres::Object;
 use tokio_postgres::Statement;
 
 use super::super::super::error::{Error, Result};
-use super::super::Transaction;
+use super::super::{Direction, Transaction};
+
+/// A range of a table: its table, bounds and direction.
+pub(super) type RangeOf<'r> = (&'r str, Bound<&'r [u8]>, Bound<&'r [u8]>, Direction);
 use super::fail::lost_race;
 use super::idle::{self, Idle};
 use super::notify;
@@ -62,7 +66,21 @@ struct State {
     written: notify::Written,
     /// Keys named ahead (`read_ahead`), read with the next key asked of the server.
     wanted: Vec<(String, Vec<u8>)>,
+    /// Ranges read whole in one page, for a later read of the same range (`recall`).
+    ranges: Vec<Memo>,
 }
+
+/// A range read whole, and its rows.
+struct Memo {
+    table: String,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    direction: Direction,
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// At most this many ranges are kept a transaction (a group commit reads a few distinct ones).
+const MEMOS: usize = 32;
 
 /// Runs `begin` (when still to be sent) and then `work`, in one exchange with the server: both
 /// are queued on the connection before either answer is awaited.
@@ -91,7 +109,8 @@ impl Txn {
     ) -> Txn {
         let begin = Some(kind.sql(dirty));
         let pending = Pending::default();
-        let state = State { begin, failed: None, pending, written, wanted: Vec::new() };
+        let ranges = Vec::new();
+        let state = State { begin, failed: None, pending, written, wanted: Vec::new(), ranges };
         Txn { client: Some(client), handle, state: state.into(), kind, dirty, idle }
     }
 
@@ -234,9 +253,41 @@ impl Txn {
         self.state().pending.get(table, key).map(|held| held.map(<[u8]>::to_vec))
     }
 
+    /// Keeps the rows of a range read whole in one page. A transaction sees one snapshot, so
+    /// reading the range again gives the same rows until it writes to the table itself: the
+    /// jobs of a group commit that each look up the same short range (a domain's webhooks for
+    /// each delivery outcome) then cost the server one statement, not one a job.
+    pub(super) fn remember(&self, range: RangeOf<'_>, rows: Vec<(Vec<u8>, Vec<u8>)>) {
+        let mut state = self.state();
+        if state.ranges.len() < MEMOS {
+            let (table, lo, hi, direction) = range;
+            let (table, lo, hi) =
+                (table.to_owned(), lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec));
+            state.ranges.push(Memo { table, lo, hi, direction, rows });
+        }
+    }
+
+    /// The rows of a range read whole before (`remember`), if it was.
+    pub(super) fn recall(&self, range: RangeOf<'_>) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+        let (table, lo, hi, direction) = range;
+        let same = |memo: &&Memo| {
+            memo.table == table
+                && memo.direction == direction
+                && memo.lo.as_ref().map(Vec::as_slice) == lo
+                && memo.hi.as_ref().map(Vec::as_slice) == hi
+        };
+        self.state().ranges.iter().find(same).map(|memo| memo.rows.clone())
+    }
+
+    /// Forgets the ranges of `table`: this transaction writes to it.
+    pub(super) fn forget(&self, table: &str) {
+        self.state().ranges.retain(|memo| memo.table != table);
+    }
+
     /// Holds a put until the next flush.
     pub(super) fn hold_put(&self, table: &str, key: &[u8], value: &[u8]) {
         let mut state = self.state();
+        state.ranges.retain(|memo| memo.table != table);
         state.written.note(table);
         state.pending.put(table, key, value);
     }
@@ -245,6 +296,7 @@ impl Txn {
     /// the key is unknown and the server must delete it.
     pub(super) fn hold_delete(&self, table: &str, key: &[u8]) -> Option<Option<Vec<u8>>> {
         let mut state = self.state();
+        state.ranges.retain(|memo| memo.table != table);
         state.written.note(table);
         state.pending.delete(table, key)
     }

@@ -27,6 +27,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+#[path = "../tests/support/any_certificate.rs"]
+mod any_certificate;
+use any_certificate::AnyCertificate;
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 type Io = BufReader<TlsStream<TcpStream>>;
@@ -34,47 +37,6 @@ type Io = BufReader<TlsStream<TcpStream>>;
 /// Sessions setting up at once: enough to keep both cores busy with handshakes, few enough
 /// that the listener's accept backlog never overflows.
 const SETTING_UP: usize = 64;
-
-/// Any certificate will do: the benchmark measures what comes after the handshake.
-#[derive(Debug)]
-struct AnyCertificate;
-
-impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        rustls::crypto::ring::default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
 
 /// Where and as whom sessions log in.
 struct Target {

@@ -1,6 +1,8 @@
 //! The integration suite: one binary (see Cargo.toml, `autotests = false`) that drives the real
 //! `edgemail` process over real sockets.
 
+#[path = "../support/any_certificate.rs"]
+mod any_certificate;
 mod client;
 mod dns;
 mod harness;

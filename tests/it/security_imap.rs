@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::json;
 
+use crate::any_certificate::AnyCertificate;
 use crate::harness::A;
 use crate::mail_world::MailWorld;
 
@@ -106,47 +107,6 @@ fn connect_from(from: Ipv4Addr, to: SocketAddr, patience: Duration) -> TcpStream
     stream.set_nonblocking(false).expect("blocking socket");
     stream.set_read_timeout(Some(patience)).expect("read timeout");
     stream
-}
-
-/// Any certificate will do: these tests are about what happens after the handshake.
-#[derive(Debug)]
-struct AnyCertificate;
-
-impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        rustls::crypto::ring::default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
 
 trait Duplex: Read + Write + Send {}

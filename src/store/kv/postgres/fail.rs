@@ -1,5 +1,5 @@
 //! PostgreSQL's failures as the store's errors: a lost race (serialization failure, deadlock) is
-//! contention, which the writer runs again; no connection to be had is "unavailable".
+//! contention, which the writer runs again.
 
 use tokio_postgres::error::SqlState;
 
@@ -16,12 +16,5 @@ pub(super) fn lost_race(e: &tokio_postgres::Error) -> bool {
 impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Self {
         if lost_race(&e) { Error::Contention(Box::new(e)) } else { Error::Storage(Box::new(e)) }
-    }
-}
-
-pub(super) fn pool_error(e: deadpool_postgres::PoolError) -> Error {
-    match e {
-        deadpool_postgres::PoolError::Backend(e) => e.into(),
-        other => Error::Unavailable(format!("no PostgreSQL connection: {other}")),
     }
 }

@@ -3,9 +3,8 @@
 //! come back in the same order from both backends.
 //!
 //! The store's transactions are synchronous (its closures run inside them), so this backend is a
-//! synchronous facade: connections live on a small runtime of their own, and each statement is
-//! awaited where it is issued (a client's futures only talk to its connection task through a
-//! channel, so any thread may wait on them). Writes run at SERIALIZABLE; a transaction that
+//! synchronous facade: each statement is awaited where it is issued, by the thread that waits
+//! for it driving the connection itself (`drive`, `conn`, `pool`). Writes run at SERIALIZABLE; a transaction that
 //! lost a race fails with `Error::Contention` and the writer runs it again. Reads are
 //! REPEATABLE READ snapshots.
 //!
@@ -17,11 +16,14 @@
 //! Writes to the tables the store watches are told to the other nodes (`notify`). The
 //! connections use TLS as the URL's libpq parameters ask (`url`, `tls`).
 
+mod conn;
+mod drive;
 mod fail;
 mod idle;
 mod notify;
 mod pages;
 mod pending;
+mod pool;
 mod rel;
 #[cfg(test)]
 mod tests;
@@ -31,13 +33,12 @@ mod url;
 
 use std::sync::Arc;
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-
 use super::super::error::{Error, Result};
 use super::{Backend, Snapshot, Transaction};
-use fail::pool_error;
+use conn::Connector;
 use idle::Idle;
 pub use notify::Changed;
+use pool::{Pool, Pooled};
 use txn::{Begin, Txn};
 
 /// The relation every table lives in. Created on first use; later layouts add columns or
@@ -64,17 +65,11 @@ const UPSERT: &str = "INSERT INTO edgemail_kv (tbl, k, v) \
 const DELETE: &str = "DELETE FROM edgemail_kv AS d \
     USING unnest($1::text[], $2::bytea[]) AS x(tbl, k) WHERE d.tbl = x.tbl AND d.k = x.k";
 
-/// Waits for `future` on this thread.
-fn wait<F: std::future::Future>(future: F) -> F::Output {
-    futures_executor::block_on(future)
-}
-
 /// A PostgreSQL database holding the store.
 pub struct Postgres {
-    pool: Pool,
-    /// Where the connections' tasks run; `None` once dropped.
+    pool: Arc<Pool>,
+    /// Where the listening connection's task runs; `None` once dropped.
     runtime: Option<tokio::runtime::Runtime>,
-    handle: tokio::runtime::Handle,
     // notify: the tables whose writes are told, and the connection that listens.
     watched: &'static [&'static str],
     /// This process's name in its notifications.
@@ -124,19 +119,10 @@ impl Postgres {
         let origin = notify::origin();
         let listener =
             notify::Listener::new(&target.config, tls.clone(), runtime.handle(), origin.clone());
-        let manager = Manager::from_config(
-            target.config,
-            tls,
-            ManagerConfig { recycling_method: RecyclingMethod::Fast },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(connections.max(2))
-            .build()
-            .map_err(|e| Error::internal(format!("PostgreSQL pool: {e}")))?;
-        let handle = runtime.handle().clone();
+        let pool = Pool::new(Connector::new(target.config, tls, hosts.clone()), connections.max(2));
         let idle = Arc::new(Idle::default());
-        handle.spawn(idle.clone().sweep());
-        let db = Postgres { pool, runtime: Some(runtime), handle, watched, origin, listener, idle };
+        idle.start().map_err(|e| Error::io("cannot start the PostgreSQL sweeping thread", e))?;
+        let db = Postgres { pool, runtime: Some(runtime), watched, origin, listener, idle };
         let client = match db.client() {
             Err(Error::Storage(e)) | Err(Error::Contention(e)) => {
                 let text = match e.downcast_ref::<tokio_postgres::Error>() {
@@ -147,21 +133,20 @@ impl Postgres {
             }
             other => other?,
         };
-        wait(client.batch_execute(SCHEMA))?;
+        client.wait(client.batch_execute(SCHEMA))?;
         Ok(db)
     }
 
-    /// A connection from the pool. Inside the backend's runtime's context, so that a new
-    /// connection registers with its reactor and its connection task is spawned there.
-    fn client(&self) -> Result<Object> {
-        let _context = self.handle.enter();
-        wait(self.pool.get()).map_err(pool_error)
+    /// A connection from the pool.
+    fn client(&self) -> Result<Pooled> {
+        self.pool.get()
     }
 
     /// The names of the tables that hold at least one entry, in order.
     pub fn table_names(&self) -> Result<Vec<String>> {
         let client = self.client()?;
-        let rows = wait(client.query("SELECT DISTINCT tbl FROM edgemail_kv ORDER BY tbl", &[]))?;
+        let sql = "SELECT DISTINCT tbl FROM edgemail_kv ORDER BY tbl";
+        let rows = client.wait(client.query(sql, &[]))?;
         Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
     }
 
@@ -184,7 +169,7 @@ impl Postgres {
             None => (self.client()?, false),
         };
         let written = notify::Written::new(self.watched, self.origin.clone());
-        Ok(Txn::open(client, kind, self.handle.clone(), self.idle.clone(), written))
+        Ok(Txn::open(client, kind, self.idle.clone(), written))
     }
 }
 

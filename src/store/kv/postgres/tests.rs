@@ -1,5 +1,6 @@
 //! What the PostgreSQL backend promises beyond the conformance suite: a range read again in one
-//! transaction (kept, `Txn::remember`) still shows every write the transaction made since.
+//! transaction (kept, `Txn::remember`) still shows every write the transaction made since; a
+//! pooled connection the server closed meanwhile is not lent again.
 
 use super::super::conformance::pg_cluster::Cluster;
 use super::super::{Backend, ReadableTable, TableDefinition, WriteTxn};
@@ -32,4 +33,33 @@ fn a_range_read_again_in_a_transaction_sees_every_write_since() {
     tx.commit().expect("commit"); // ok: test
     let tx = db.write().expect("begin"); // ok: test
     assert_eq!(keys(&*tx), ["b", "c", "d"], "and each was committed");
+}
+
+fn insert(tx: &dyn WriteTxn, key: &str) {
+    tx.open_table(U).and_then(|mut u| u.insert(key, 1)).expect("insert"); // ok: test
+}
+
+/// Nobody drives a connection while it waits in the pool: the server's close must still be seen
+/// before it is lent, or the next transaction fails.
+#[test]
+fn a_connection_the_server_closed_while_pooled_is_not_lent_again() {
+    let db = Postgres::connect(&Cluster::shared().database(), 3, &[]).expect("connect"); // ok: test
+    // Two connections go back to the pool: two write transactions at once.
+    let (one, two) = (db.write().expect("begin"), db.write().expect("begin")); // ok: test
+    insert(&*one, "x");
+    insert(&*two, "y");
+    one.commit().expect("commit"); // ok: test
+    two.commit().expect("commit"); // ok: test
+    // The most recently returned one ends every other session of the database.
+    let admin = db.client().expect("a connection"); // ok: test
+    let terminate = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+        WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    admin.wait(admin.batch_execute(terminate)).expect("terminate"); // ok: test
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The pool's other connection is gone now; the next transaction gets a new one.
+    let tx = db.write().expect("begin"); // ok: test
+    insert(&*tx, "z");
+    tx.commit().expect("a commit after the server closed the pooled connection"); // ok: test
+    let tx = db.write().expect("begin"); // ok: test
+    assert_eq!(keys(&*tx), ["x", "y", "z"]);
 }

@@ -5,19 +5,16 @@
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
-use deadpool_postgres::Object;
-use tokio_postgres::Statement;
-
 use super::super::super::error::{Error, Result};
 use super::super::{Direction, Transaction};
 
 /// A range of a table: its table, bounds and direction.
 pub(super) type RangeOf<'r> = (&'r str, Bound<&'r [u8]>, Bound<&'r [u8]>, Direction);
-use super::fail::lost_race;
-use super::idle::{self, Idle};
+use super::idle::Idle;
 use super::notify;
 use super::pending::{Columns, Pending};
-use super::{DELETE, UPSERT, wait};
+use super::pool::Pooled;
+use super::{DELETE, UPSERT};
 
 /// The kinds of transaction, each with its BEGIN.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,8 +43,7 @@ impl Begin {
 /// the rest of the transaction (and a COMMIT quietly rolls back), so the first failure is kept
 /// and answered at commit.
 pub(super) struct Txn {
-    client: Option<Object>,
-    handle: tokio::runtime::Handle,
+    client: Option<Pooled>,
     state: Mutex<State>,
     kind: Begin,
     /// Whether the connection came inside a finished snapshot (`idle`), rolled back by this
@@ -85,7 +81,7 @@ const MEMOS: usize = 32;
 /// Runs `begin` (when still to be sent) and then `work`, in one exchange with the server: both
 /// are queued on the connection before either answer is awaited.
 async fn after_begin<T>(
-    client: &Object,
+    client: &tokio_postgres::Client,
     begin: Option<&'static str>,
     work: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
 ) -> std::result::Result<T, tokio_postgres::Error> {
@@ -101,9 +97,8 @@ async fn after_begin<T>(
 
 impl Txn {
     pub(super) fn open(
-        (client, dirty): (Object, bool),
+        (client, dirty): (Pooled, bool),
         kind: Begin,
-        handle: tokio::runtime::Handle,
         idle: Arc<Idle>,
         written: notify::Written,
     ) -> Txn {
@@ -111,17 +106,15 @@ impl Txn {
         let pending = Pending::default();
         let ranges = Vec::new();
         let state = State { begin, failed: None, pending, written, wanted: Vec::new(), ranges };
-        Txn { client: Some(client), handle, state: state.into(), kind, dirty, idle }
+        Txn { client: Some(client), state: state.into(), kind, dirty, idle }
     }
 
     /// Keeps `client` for the next transaction when it holds a snapshot nobody rolled back yet.
-    fn keep_idle(&self, client: Object) {
-        if let Some(client) = self.idle.keep(client) {
-            self.handle.spawn(idle::end(client));
-        }
+    fn keep_idle(&self, client: Pooled) {
+        self.idle.keep(client);
     }
 
-    fn client(&self) -> Result<&Object> {
+    fn client(&self) -> Result<&Pooled> {
         self.client.as_ref().ok_or_else(|| Error::internal("transaction already ended"))
     }
 
@@ -130,9 +123,9 @@ impl Txn {
     }
 
     /// Keeps a failure for the commit.
-    fn failed(&self, e: tokio_postgres::Error) -> Error {
-        self.state().failed.get_or_insert(lost_race(&e));
-        e.into()
+    fn failed(&self, e: Error) -> Error {
+        self.state().failed.get_or_insert(e.is_contention());
+        e
     }
 
     /// Runs `statement` (prepared once per connection) and keeps its failure for the commit.
@@ -144,8 +137,8 @@ impl Txn {
         let client = self.client()?;
         let begin = self.state().begin.take();
         crate::metrics::store_round_trip();
-        let outcome = wait(after_begin(client, begin, async {
-            let statement: Statement = client.prepare_cached(sql).await?;
+        let outcome = client.wait(after_begin(client, begin, async {
+            let statement = client.prepared(sql).await?;
             client.query(&statement, params).await
         }));
         outcome.map_err(|e| self.failed(e))
@@ -162,16 +155,16 @@ impl Txn {
         let client = self.client()?;
         let begin = self.state().begin.take();
         crate::metrics::store_round_trip();
-        let outcome = wait(async {
+        let outcome = client.wait(async {
             // Prepared before anything is sent: a statement not prepared yet costs an exchange
             // of its own, and the writes must be queued ahead of the COMMIT.
             let upsert = match columns.put_keys.is_empty() {
                 true => None,
-                false => Some(client.prepare_cached(UPSERT).await?),
+                false => Some(client.prepared(UPSERT).await?),
             };
             let delete = match columns.delete_keys.is_empty() {
                 true => None,
-                false => Some(client.prepare_cached(DELETE).await?),
+                false => Some(client.prepared(DELETE).await?),
             };
             after_begin(client, begin, async {
                 let put = async {
@@ -213,12 +206,12 @@ impl Txn {
             return Ok(());
         }
         crate::metrics::store_round_trip();
-        let ended = wait(client.batch_execute(sql));
+        let ended = client.wait(client.batch_execute(sql));
         if ended.is_err() {
             // A connection whose transaction state is unknown must not serve another one.
-            drop(Object::take(client));
+            client.discard();
         }
-        Ok(ended?)
+        ended
     }
 }
 
@@ -241,8 +234,8 @@ impl Drop for Txn {
             return;
         }
         // An abandoned write (or a read that failed) is rolled back at once, on the backend's
-        // runtime so the caller goes on; the connection returns to the pool after.
-        self.handle.spawn(idle::end(client));
+        // sweeping thread so the caller goes on; the connection returns to the pool after.
+        self.idle.retire(client);
     }
 }
 
@@ -358,7 +351,7 @@ impl Transaction for Txn {
                     && committed.is_err()
                 {
                     // A connection whose transaction state is unknown must not serve another.
-                    drop(Object::take(client));
+                    client.discard();
                 }
                 committed
             }

@@ -1,7 +1,7 @@
 //! The reference `benches/ratios.sh` holds the API's read path against: hyper 1 on the same tokio
 //! runtime shape as `edgemail serve` (multi-threaded, one worker per core), answering every
 //! request with one fixed JSON body: a ten-mailbox listing as `benches/load.sh` gets it, with the
-//! same fields and so the same size (1,544 bytes). No routing, no store, no
+//! same fields and so the same size (2,034 bytes). No routing, no store, no
 //! auth: what is left is the cost of HTTP itself on this machine.
 //!   cargo run --release --example bare-hyper -- 127.0.0.1:0
 //! Prints `listening <addr>` once it accepts connections.
@@ -26,7 +26,7 @@ fn listing() -> Bytes {
     let items: Vec<String> = (1..=10)
         .map(|i| {
             format!(
-                r#"{{"address":"user{i}@load.test","localPart":"user{i}","domain":"load.test","displayName":"User {i}","createdAt":1764000000000,"dailyLimit":null,"minGapMs":null}}"#
+                r#"{{"address":"user{i}@load.test","localPart":"user{i}","domain":"load.test","displayName":"User {i}","createdAt":1764000000000,"dailyLimit":null,"minGapMs":null,"quotaBytes":null,"forwardTo":[],"keepCopy":true}}"#
             )
         })
         .collect();

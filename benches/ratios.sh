@@ -5,11 +5,13 @@
 # Rows:
 #   read       GET /v1/mailboxes, 64 connections, against a bare hyper server answering a fixed
 #              JSON body of the same size (benches/bare_hyper.rs, built here); alternately,
-#              $ROUNDS (3) times each, compared by their medians
+#              $ROUNDS (5) times each, compared by their medians
 #   send       durable accepted sends, one recipient            (benches/send.sh)
 #   delivery   delivered to a local sink, RSA-2048 + Ed25519 DKIM, against openssl's RSA-2048
-#              signing rate on one core                          (benches/send.sh)
-#   inbound    10 KB messages, 16 sessions, durable, against Debian's postfix under the same load
+#              signing rate on both cores (`openssl speed -multi 2`)  (benches/send.sh)
+#   inbound    10 KB messages, 16 sessions, durable, into a mailbox with the spam filter and a
+#              Sieve script on, and into one with both off, against Debian's postfix under the
+#              same load
 #              (benches/inbound.sh with POSTFIX=1: it INSTALLS postfix and REWRITES this machine's
 #              postfix configuration; run on a throwaway machine, or set POSTFIX=0 to skip it)
 #   filter     real messages (the SpamAssassin development corpus) into a mailbox with the spam
@@ -55,7 +57,7 @@ rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 # Both sides of the read row move by 10-30 % from minute to minute on a shared 2-core machine,
 # so they are measured alternately, $ROUNDS times each, and compared by their medians; the table
 # shows every round. p99 is the worst round's.
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 sorted() { tr ' ' '\n' | grep . | sort -n; }
 median() { sorted | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 READS=""; BARES=""; P99S=""
@@ -75,9 +77,9 @@ done
 READ=$(echo "$READS" | median); BARE_RPS=$(echo "$BARES" | median)
 READ_P99=$(echo "$P99S" | sorted | tail -n 1)
 RATIO=$(printf "%.2f" "$(echo "$READ / $BARE_RPS" | bc -l)")
-OK=$([ "$(meets "$RATIO" '>=' 0.6)" = yes ] && [ "$(meets "$READ_P99" '<' 5)" = yes ] && echo yes || echo no)
+OK=$([ "$(meets "$RATIO" '>=' 0.8)" = yes ] && [ "$(meets "$READ_P99" '<' 5)" = yes ] && echo yes || echo no)
 rounds() { echo "$1" | sed 's/^ *//; s/ \+/ \/ /g'; }
-row "GET /v1/mailboxes, 64 conns" "$READ req/s (median of $(rounds "$READS")), p99 $READ_P99 ms" "bare hyper $BARE_RPS req/s (median of $(rounds "$BARES"); ratio $RATIO)" "ratio >= 0.6, p99 < 5 ms" "$OK"
+row "GET /v1/mailboxes, 64 conns" "$READ req/s (median of $(rounds "$READS")), p99 $READ_P99 ms" "bare hyper $BARE_RPS req/s (median of $(rounds "$BARES"); ratio $RATIO)" "ratio >= 0.8, p99 < 5 ms" "$OK"
 
 # TLS: new sessions per second on IMAPS, submissions and HTTPS, full and resumed handshakes,
 # against a bare tokio-rustls server (benches/tls.sh prints one `tls-row` line per listener).
@@ -93,19 +95,27 @@ DURATION=$DURATION bash benches/send.sh | tee "$OUT/send.txt"
 SEND=$(rps "$OUT/send.txt"); SEND_P99=$(p99_ms "$OUT/send.txt")
 row "Durable accepted sends, 1 recipient" "$SEND/s, p99 $SEND_P99 ms" "-" ">= 10,000/s" "$(meets "$SEND" '>=' 10000)"
 DELIVERED=$(sed -n 's/.*: \([0-9]*\) messages\/s/\1/p' "$OUT/send.txt" | tail -n 1)
-RSA=$(openssl speed -seconds 3 rsa2048 2>/dev/null | awk '/^rsa 2048 bits/ {printf "%d", $6}')
-row "Delivered to a local sink, RSA + Ed25519 DKIM" "$DELIVERED msg/s" "openssl RSA-2048 signing: ${RSA:-?}/s on one core" ">= 2,500 msg/s" "$(meets "$DELIVERED" '>=' 2500)"
+# The ceiling: every core signing RSA-2048 and nothing else (each message is signed once with
+# RSA-2048 and once with Ed25519, which costs a small fraction of that).
+CORES=$(nproc)
+RSA=$(openssl speed -multi "$CORES" -seconds 3 rsa2048 2>/dev/null | awk '/^rsa 2048 bits/ {printf "%d", $6}')
+RATIO=$(printf "%.2f" "$(echo "${DELIVERED:-0} / ${RSA:-1}" | bc -l)")
+row "Delivered to a local sink, RSA + Ed25519 DKIM" "$DELIVERED msg/s" "openssl RSA-2048 signing: ${RSA:-?}/s on $CORES cores (ratio $RATIO)" "ratio >= 0.65 (5,000/s on 2 cores)" "$(meets "$RATIO" '>=' 0.65)"
 
 echo "== inbound (benches/inbound.sh, POSTFIX=$POSTFIX)"
 POSTFIX=$POSTFIX bash benches/inbound.sh | tee "$OUT/inbound.txt"
 INBOUND=$(sed -n 's/^accepted .*: \([0-9]*\) messages\/s/\1/p' "$OUT/inbound.txt")
-if [ "$POSTFIX" = 1 ]; then
-  PF=$(sed -n 's/^postfix accepted .*: \([0-9]*\) messages\/s/\1/p' "$OUT/inbound.txt")
-  RATIO=$(printf "%.2f" "$(echo "$INBOUND / $PF" | bc -l)")
-  row "Inbound SMTP, 10 KB, 16 sessions, durable" "$INBOUND msg/s" "postfix $PF msg/s (ratio $RATIO)" "ratio >= 3" "$(meets "$RATIO" '>=' 3)"
-else
-  row "Inbound SMTP, 10 KB, 16 sessions, durable" "$INBOUND msg/s" "postfix not measured (POSTFIX=0)" "ratio >= 3" "no"
-fi
+UNFILTERED=$(sed -n 's/^unfiltered: accepted .*: \([0-9]*\) messages\/s/\1/p' "$OUT/inbound.txt")
+PF=$(sed -n 's/^postfix accepted .*: \([0-9]*\) messages\/s/\1/p' "$OUT/inbound.txt")
+for case in "spam filter and Sieve on:$INBOUND" "both off:$UNFILTERED"; do
+  NAME="Inbound SMTP, 10 KB, 16 sessions, durable, ${case%%:*}"; RATE=${case##*:}
+  if [ "$POSTFIX" = 1 ] && [ -n "$PF" ]; then
+    RATIO=$(printf "%.2f" "$(echo "$RATE / $PF" | bc -l)")
+    row "$NAME" "$RATE msg/s" "postfix $PF msg/s (ratio $RATIO)" "ratio >= 6" "$(meets "$RATIO" '>=' 6)"
+  else
+    row "$NAME" "$RATE msg/s" "postfix not measured (POSTFIX=0)" "ratio >= 6" "no"
+  fi
+done
 
 FILTER_ON=$(sed -n 's/^filter on: \([0-9]*\) messages\/s.*/\1/p' "$OUT/inbound.txt")
 FILTER_OFF=$(sed -n 's/.*filter off: \([0-9]*\) messages\/s.*/\1/p' "$OUT/inbound.txt")

@@ -1,12 +1,14 @@
 //! What the PostgreSQL backend promises beyond the conformance suite: a range read again in one
 //! transaction (kept, `Txn::remember`) still shows every write the transaction made since; a
-//! pooled connection the server closed meanwhile is not lent again.
+//! pooled connection the server closed meanwhile is not lent again; a value larger than the
+//! socket's buffers goes out and comes back whole (the driver waits for the socket to take more).
 
 use super::super::conformance::pg_cluster::Cluster;
 use super::super::{Backend, ReadableTable, TableDefinition, WriteTxn};
 use super::Postgres;
 
 const U: TableDefinition<&str, u64> = TableDefinition::new("u");
+const BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("blobs");
 
 fn keys(tx: &dyn WriteTxn) -> Vec<String> {
     let u = tx.open_table(U).expect("table"); // ok: test
@@ -62,4 +64,23 @@ fn a_connection_the_server_closed_while_pooled_is_not_lent_again() {
     tx.commit().expect("a commit after the server closed the pooled connection"); // ok: test
     let tx = db.write().expect("begin"); // ok: test
     assert_eq!(keys(&*tx), ["x", "y", "z"]);
+}
+
+/// 24 MB in one statement and back: more than the loopback socket's buffers, so writing it meets
+/// a full socket (the driver must wait until it is writable) and reading it takes many reads.
+#[test]
+fn a_value_larger_than_the_socket_buffers_is_written_and_read_whole() {
+    let db = Postgres::connect(&Cluster::shared().database(), 2, &[]).expect("connect"); // ok: test
+    let value: Vec<u8> =
+        (0..24u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let tx = db.write().expect("begin"); // ok: test
+    (&*tx as &dyn WriteTxn)
+        .open_table(BLOBS)
+        .and_then(|mut b| b.insert("big", value.as_slice()))
+        .expect("put"); // ok: test
+    tx.commit().expect("commit"); // ok: test
+    let read = db.read().expect("read"); // ok: test
+    let blobs = read.open_table(BLOBS).expect("table"); // ok: test
+    let got = blobs.get("big").expect("get").expect("present"); // ok: test
+    assert!(got.value() == value.as_slice(), "the value came back changed");
 }

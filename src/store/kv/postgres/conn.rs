@@ -1,7 +1,8 @@
 //! One connection, driven by whoever waits on it (`drive`), with the statements it prepared.
 //! Opening one is done here as libpq does for the URL's parameters that matter to us: each
 //! host in turn (a name, an address from `hostaddr`, or a Unix socket directory) with its
-//! port, `connect_timeout` for the connect and the startup, TCP keepalives, and
+//! port, in the URL's order or shuffled (`load_balance_hosts=random`), `connect_timeout` for the
+//! connect and the startup, TCP keepalives (`keepalives*`), `tcp_user_timeout`, and
 //! `target_session_attrs=read-write` (a standby is skipped). TLS is negotiated by tokio-postgres
 //! over our socket with the `tls` connector.
 
@@ -10,7 +11,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio_postgres::config::{Host, TargetSessionAttrs};
+use rand::seq::SliceRandom;
+use tokio_postgres::config::{Host, LoadBalanceHosts, TargetSessionAttrs};
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Config, SimpleQueryMessage, Statement};
 
@@ -107,7 +109,7 @@ impl Connector {
     fn targets(&self) -> Vec<(String, Vec<std::result::Result<Place, Error>>)> {
         let (hosts, addrs, ports) =
             (self.config.get_hosts(), self.config.get_hostaddrs(), self.config.get_ports());
-        (0..hosts.len().max(addrs.len()))
+        let mut targets: Vec<_> = (0..hosts.len().max(addrs.len()))
             .map(|i| {
                 let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
                 let name = match hosts.get(i) {
@@ -129,7 +131,13 @@ impl Connector {
                 };
                 (name, places)
             })
-            .collect()
+            .collect();
+        if self.config.get_load_balance_hosts() == LoadBalanceHosts::Random {
+            let mut rng = rand::rng();
+            targets.shuffle(&mut rng);
+            targets.iter_mut().for_each(|(_, places)| places.shuffle(&mut rng));
+        }
+        targets
     }
 
     fn io(&self, place: &str, e: std::io::Error) -> Error {
@@ -163,7 +171,28 @@ impl Connector {
         Ok(conn)
     }
 
-    /// A connected socket, non-blocking, with TCP's delay off and keepalives as asked.
+    /// TCP's delay off, and the URL's keepalives and user timeout, as libpq sets them.
+    fn tune(&self, stream: &std::net::TcpStream) -> std::io::Result<()> {
+        stream.set_nodelay(true)?;
+        let socket = socket2::SockRef::from(stream);
+        if self.config.get_keepalives() {
+            let mut keepalive =
+                socket2::TcpKeepalive::new().with_time(self.config.get_keepalives_idle());
+            if let Some(interval) = self.config.get_keepalives_interval() {
+                keepalive = keepalive.with_interval(interval);
+            }
+            if let Some(retries) = self.config.get_keepalives_retries() {
+                keepalive = keepalive.with_retries(retries);
+            }
+            socket.set_tcp_keepalive(&keepalive)?;
+        }
+        match self.config.get_tcp_user_timeout() {
+            Some(timeout) => socket.set_tcp_user_timeout(Some(*timeout)),
+            None => Ok(()),
+        }
+    }
+
+    /// A connected socket, non-blocking, tuned (`tune`).
     fn socket(&self, place: Place) -> Result<Sock> {
         match place {
             Place::Tcp(addr) => {
@@ -172,15 +201,7 @@ impl Connector {
                     None => std::net::TcpStream::connect(addr),
                 };
                 let stream = stream.map_err(|e| self.io(&addr.to_string(), e))?;
-                let tuned = stream.set_nodelay(true).and_then(|()| {
-                    if !self.config.get_keepalives() {
-                        return Ok(());
-                    }
-                    let idle = self.config.get_keepalives_idle();
-                    let keepalive = socket2::TcpKeepalive::new().with_time(idle);
-                    socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive)
-                });
-                let ready = tuned.and_then(|()| stream.set_nonblocking(true));
+                let ready = self.tune(&stream).and_then(|()| stream.set_nonblocking(true));
                 ready.map_err(|e| self.io(&addr.to_string(), e))?;
                 Ok(Sock::Tcp(mio::net::TcpStream::from_std(stream)))
             }

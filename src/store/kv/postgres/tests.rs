@@ -1,7 +1,8 @@
 //! What the PostgreSQL backend promises beyond the conformance suite: a range read again in one
 //! transaction (kept, `Txn::remember`) still shows every write the transaction made since; a
 //! pooled connection the server closed meanwhile is not lent again; a value larger than the
-//! socket's buffers goes out and comes back whole (the driver waits for the socket to take more).
+//! socket's buffers goes out and comes back whole (the driver waits for the socket to take more);
+//! a host that refuses is passed over for the next, with libpq's socket parameters applied.
 
 use super::super::conformance::pg_cluster::Cluster;
 use super::super::{Backend, ReadableTable, TableDefinition, WriteTxn};
@@ -83,4 +84,23 @@ fn a_value_larger_than_the_socket_buffers_is_written_and_read_whole() {
     let blobs = read.open_table(BLOBS).expect("table"); // ok: test
     let got = blobs.get("big").expect("get").expect("present"); // ok: test
     assert!(got.value() == value.as_slice(), "the value came back changed");
+}
+
+/// Port 1 refuses at once. In the URL's order it always comes first, shuffled in half the
+/// connections; either way the connection must go to the next host. The socket parameters must be
+/// taken, not refused.
+#[test]
+fn a_host_that_refuses_is_passed_over_with_the_socket_parameters_applied() {
+    let url = Cluster::shared().database().replacen("@127.0.0.1:", "@127.0.0.1:1,127.0.0.1:", 1);
+    let socket = "keepalives_idle=30&keepalives_interval=5&keepalives_retries=3\
+        &tcp_user_timeout=10000&connect_timeout=5";
+    for order in ["load_balance_hosts=disable", "load_balance_hosts=random"] {
+        for _ in 0..4 {
+            let url = format!("{url}?{order}&{socket}");
+            let db = Postgres::connect(&url, 2, &[]).expect("connect past port 1"); // ok: test
+            let tx = db.write().expect("begin"); // ok: test
+            insert(&*tx, "k");
+            tx.commit().expect("commit"); // ok: test
+        }
+    }
 }

@@ -4,9 +4,9 @@
 //!
 //! The store's transactions are synchronous (its closures run inside them), so this backend is a
 //! synchronous facade: each statement is awaited where it is issued, by the thread that waits
-//! for it driving the connection itself (`drive`, `conn`, `pool`). Writes run at SERIALIZABLE; a transaction that
-//! lost a race fails with `Error::Contention` and the writer runs it again. Reads are
-//! REPEATABLE READ snapshots.
+//! for it driving the connection itself (`drive`, `conn`, `pool`). Writes run at SERIALIZABLE; a
+//! transaction that lost a race fails with `Error::Contention` and the writer runs it again.
+//! Reads are REPEATABLE READ snapshots.
 //!
 //! Round trips are what PostgreSQL costs here, so a transaction sends as few as it can: its
 //! BEGIN goes with its first statement, its puts and deletes wait (`pending`) until a range read

@@ -41,14 +41,14 @@ impl Idle {
     /// The most recently kept connection still open, if any: its snapshot is to be rolled back
     /// before its next BEGIN.
     pub fn take(&self) -> Option<Pooled> {
-        let mut held = self.held();
-        while let Some((client, _)) = held.reads.pop() {
+        loop {
+            // Checked outside the lock: `alive` reads the connection's socket.
+            let client = self.held().reads.pop()?.0;
             if client.alive() {
                 return Some(client);
             }
             client.discard();
         }
-        None
     }
 
     /// Keeps `client` (inside a finished read snapshot) for the next transaction; when there is

@@ -38,21 +38,22 @@ impl Pool {
     /// `most` are open.
     pub fn get(self: &Arc<Self>) -> Result<Pooled> {
         let deadline = Instant::now() + WAIT;
-        let mut slots = self.slots();
         loop {
-            while let Some(conn) = slots.free.pop() {
+            let mut slots = self.slots();
+            if let Some(conn) = slots.free.pop() {
+                drop(slots);
+                // One read of its socket, outside the lock every lender shares.
                 if conn.alive() {
-                    return Ok(Pooled { conn, pool: self.clone(), discarded: false });
+                    return Ok(self.lend(conn));
                 }
-                slots.open -= 1;
+                self.closed();
+                continue;
             }
             if slots.open < self.most {
                 slots.open += 1;
                 drop(slots);
                 return match self.connector.open() {
-                    Ok(conn) => {
-                        Ok(Pooled { conn: conn.into(), pool: self.clone(), discarded: false })
-                    }
+                    Ok(conn) => Ok(self.lend(conn.into())),
                     Err(e) => {
                         self.closed();
                         Err(e)
@@ -65,8 +66,12 @@ impl Pool {
                     format!("all {} PostgreSQL connections stayed busy for {WAIT:?}", self.most);
                 return Err(Error::Unavailable(why));
             }
-            slots = self.freed.wait_timeout(slots, left).unwrap_or_else(|p| p.into_inner()).0;
+            drop(self.freed.wait_timeout(slots, left).unwrap_or_else(|p| p.into_inner()));
         }
+    }
+
+    fn lend(self: &Arc<Self>, conn: Arc<Conn>) -> Pooled {
+        Pooled { conn, pool: self.clone(), discarded: false }
     }
 
     /// One connection fewer is open.

@@ -109,11 +109,6 @@ impl Txn {
         Txn { client: Some(client), state: state.into(), kind, dirty, idle }
     }
 
-    /// Keeps `client` for the next transaction when it holds a snapshot nobody rolled back yet.
-    fn keep_idle(&self, client: Pooled) {
-        self.idle.keep(client);
-    }
-
     fn client(&self) -> Result<&Pooled> {
         self.client.as_ref().ok_or_else(|| Error::internal("transaction already ended"))
     }
@@ -201,7 +196,7 @@ impl Txn {
             // Nothing was sent: the connection is as it came, inside a finished snapshot when
             // dirty (rolled back by the next BEGIN), otherwise as the pool gave it.
             if self.dirty {
-                self.keep_idle(client);
+                self.idle.keep(client);
             }
             return Ok(());
         }
@@ -224,13 +219,13 @@ impl Drop for Txn {
         };
         if unsent {
             if self.dirty {
-                self.keep_idle(client);
+                self.idle.keep(client);
             }
             return;
         }
         if self.kind == Begin::Read && !failed {
             // A read snapshot holds no lock: its ROLLBACK goes with the next BEGIN (`idle`).
-            self.keep_idle(client);
+            self.idle.keep(client);
             return;
         }
         // An abandoned write (or a read that failed) is rolled back at once, on the backend's

@@ -299,11 +299,8 @@ impl Store {
         &self,
         work: F,
     ) -> Result<T, E> {
-        if self.file.is_shared() && in_multi_thread_runtime() {
-            // Each statement waits on the network: let the runtime move other tasks off this
-            // thread meanwhile.
-            return tokio::task::block_in_place(|| read_on(&self.file, work));
-        }
+        // On PostgreSQL each statement waits on the network: the driver hands this thread's
+        // other tasks to another when a wait grows long (`kv::postgres::drive::PATIENCE`).
         read_on(&self.file, work)
     }
 
@@ -347,11 +344,6 @@ impl Rtx {
         self.tx.open_table(tables::META)?.get("schema_version")?;
         Ok(())
     }
-}
-
-fn in_multi_thread_runtime() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 fn read_on<F, T, E>(file: &file::File, work: F) -> Result<T, E>

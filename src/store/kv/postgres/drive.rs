@@ -8,6 +8,9 @@
 //! `Driver::run` is a small executor for one connection: it polls the caller's future and the
 //! connection's future in turn until the caller's is done, and sleeps on the socket only when
 //! neither can move without it.
+//!
+//! On a thread of the async runtime the wait is short first and handed off only past
+//! `PATIENCE`: see there.
 
 use std::future::Future;
 use std::io::{self, IoSlice, Read, Write};
@@ -118,6 +121,30 @@ const SOCKET: Token = Token(0);
 /// starts after a read or write found the socket empty or full, so its readiness wakes it.
 const RECHECK: Duration = Duration::from_secs(1);
 
+/// How long a thread of the async runtime waits on PostgreSQL before it hands the runtime's other
+/// tasks to another thread (`tokio::task::block_in_place`) for the rest of the wait. A statement
+/// on a healthy server answers well within it, and a hand-off for every read cost thread switches
+/// (a tokio thread takes over the core, and one is handed back): node CPU per send fell from 0.74
+/// to 0.65-0.71 ms without it (`benches/scaleout.sh`, run b). The runtime has more threads on a
+/// shared store for the same reason (`main.rs`), so that reads still overlap. A wait past it (a
+/// slow statement, a server that stopped answering) still never stalls the tasks queued behind
+/// this one. 1 ms was too short: a node under a CPU quota is paused for tens of milliseconds at
+/// a time, and a wait that spans a pause handed off as before.
+const PATIENCE: Duration = Duration::from_millis(5);
+
+/// Whether this thread runs the tasks of a multi-threaded runtime, which a long wait here would
+/// stall. (A current-thread runtime cannot hand its tasks off; plain threads have none.)
+fn on_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// Runs `wait`, which may take long (a free connection, a new one), on a runtime's thread after
+/// handing that thread's other tasks to another.
+pub(super) fn offload<R>(wait: impl FnOnce() -> R) -> R {
+    if on_runtime() { tokio::task::block_in_place(wait) } else { wait() }
+}
+
 /// Set when a future asks to be polled again (a channel between the caller's future and the
 /// connection's moved): then the driver polls again instead of sleeping on the socket.
 struct Flag(AtomicBool);
@@ -176,6 +203,7 @@ impl Driver {
         let waker = Waker::from(flag.clone());
         let mut cx = Context::from_waker(&waker);
         let mut work = std::pin::pin!(work);
+        let (started, on_runtime) = (Instant::now(), on_runtime());
         loop {
             flag.0.store(false, Ordering::Release);
             if let Poll::Ready(done) = work.as_mut().poll(&mut cx) {
@@ -199,7 +227,15 @@ impl Driver {
                     return Err(Error::Unavailable("PostgreSQL did not answer in time".into()));
                 }
             }
-            self.sleep(wait)?;
+            let waited = started.elapsed();
+            if !on_runtime {
+                self.sleep(wait)?;
+            } else if waited < PATIENCE {
+                self.sleep(wait.min(PATIENCE - waited))?;
+            } else {
+                // Once handed off, later calls find no tasks left to hand and just run.
+                tokio::task::block_in_place(|| self.sleep(wait))?;
+            }
         }
     }
 

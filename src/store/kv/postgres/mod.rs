@@ -20,6 +20,8 @@ mod conn;
 mod drive;
 mod fail;
 mod idle;
+#[cfg(test)]
+mod isolation;
 mod notify;
 mod pages;
 mod pending;

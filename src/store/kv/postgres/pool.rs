@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::super::super::error::{Error, Result};
 use super::conn::{Conn, Connector};
+use super::drive::offload;
 
 /// How long a caller waits for a connection when all are lent.
 const WAIT: Duration = Duration::from_secs(30);
@@ -52,7 +53,7 @@ impl Pool {
             if slots.open < self.most {
                 slots.open += 1;
                 drop(slots);
-                return match self.connector.open() {
+                return match offload(|| self.connector.open()) {
                     Ok(conn) => Ok(self.lend(conn.into())),
                     Err(e) => {
                         self.closed();
@@ -66,7 +67,9 @@ impl Pool {
                     format!("all {} PostgreSQL connections stayed busy for {WAIT:?}", self.most);
                 return Err(Error::Unavailable(why));
             }
-            drop(self.freed.wait_timeout(slots, left).unwrap_or_else(|p| p.into_inner()));
+            drop(offload(|| {
+                self.freed.wait_timeout(slots, left).unwrap_or_else(|p| p.into_inner())
+            }));
         }
     }
 

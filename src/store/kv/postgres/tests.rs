@@ -2,7 +2,8 @@
 //! transaction (kept, `Txn::remember`) still shows every write the transaction made since; a
 //! pooled connection the server closed meanwhile is not lent again; a value larger than the
 //! socket's buffers goes out and comes back whole (the driver waits for the socket to take more);
-//! a host that refuses is passed over for the next, with libpq's socket parameters applied.
+//! a host that refuses is passed over for the next, with libpq's socket parameters applied; a
+//! read the server holds back does not hold up the other tasks of the runtime thread it runs on.
 
 use super::super::conformance::pg_cluster::Cluster;
 use super::super::{Backend, ReadableTable, TableDefinition, WriteTxn};
@@ -103,4 +104,46 @@ fn a_host_that_refuses_is_passed_over_with_the_socket_parameters_applied() {
             tx.commit().expect("commit"); // ok: test
         }
     }
+}
+
+/// A read waits on the server on the runtime thread that asked for it. When the wait grows long
+/// the thread's other tasks must move to another thread: with one worker and no hand-off, the
+/// probe task below would not run while the read is held back.
+#[test]
+fn a_read_the_server_holds_back_does_not_stall_its_runtime_thread() {
+    use std::time::Duration;
+    let url = Cluster::shared().database();
+    let db = std::sync::Arc::new(Postgres::connect(&url, 3, &[]).expect("connect")); // ok: test
+    // Two connections go back to the pool, so the read below opens none (opening one hands
+    // off too, as any wait that may be long does).
+    let (one, two) = (db.write().expect("begin"), db.write().expect("begin")); // ok: test
+    insert(&*one, "a");
+    one.commit().expect("commit"); // ok: test
+    two.commit().expect("commit"); // ok: test
+    let admin = db.client().expect("a connection"); // ok: test
+    // Should the test fail, the server ends the lock's session after 10 s and nothing hangs.
+    let lock = "SET idle_in_transaction_session_timeout = '10s'; \
+        BEGIN; LOCK TABLE edgemail_kv IN ACCESS EXCLUSIVE MODE";
+    admin.wait(admin.batch_execute(lock)).expect("lock"); // ok: test
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime"); // ok: test
+    let reader = db.clone();
+    let read = runtime.spawn(async move {
+        let read = reader.read().expect("read"); // ok: test
+        let u = read.open_table(U).expect("table"); // ok: test
+        u.get("a").expect("get").map(|v| v.value()) // ok: test
+    });
+    // The read is on the one worker by now, held back by the lock.
+    std::thread::sleep(Duration::from_millis(200));
+    let (sent, probe) = std::sync::mpsc::channel();
+    runtime.spawn(async move { sent.send(7) });
+    let answered = probe.recv_timeout(Duration::from_secs(5));
+    assert_eq!(answered, Ok(7), "the probe ran while the read waited");
+    assert!(!read.is_finished(), "the read waits for the lock");
+    admin.wait(admin.batch_execute("ROLLBACK")).expect("unlock"); // ok: test
+    let got = runtime.block_on(read).expect("read task"); // ok: test
+    assert_eq!(got, Some(1));
 }

@@ -124,12 +124,12 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// How long a thread of the async runtime waits on PostgreSQL before it hands the runtime's other
 /// tasks to another thread (`tokio::task::block_in_place`) for the rest of the wait. A statement
 /// on a healthy server answers well within it, and a hand-off for every read cost thread switches
-/// (a tokio thread takes over the core, and one is handed back): node CPU per send fell from 0.74
-/// to 0.65-0.71 ms without it (`benches/scaleout.sh`, run b). The runtime has more threads on a
-/// shared store for the same reason (`main.rs`), so that reads still overlap. A wait past it (a
-/// slow statement, a server that stopped answering) still never stalls the tasks queued behind
-/// this one. 1 ms was too short: a node under a CPU quota is paused for tens of milliseconds at
-/// a time, and a wait that spans a pause handed off as before.
+/// (a tokio thread takes over the core, and one is handed back): once reads stopped handing off,
+/// node CPU per send fell from 0.74 to 0.64-0.66 ms (`benches/scaleout.sh`, run b). The runtime
+/// has more threads on a shared store for the same reason (`main.rs`), so that reads still
+/// overlap. A wait past it (a slow statement, a server that stopped answering) still never stalls
+/// the tasks queued behind this one. 1 ms was too short: a node under a CPU quota is paused for
+/// tens of milliseconds at a time, and a wait that spans a pause handed off as before.
 const PATIENCE: Duration = Duration::from_millis(5);
 
 /// Whether this thread runs the tasks of a multi-threaded runtime, which a long wait here would

@@ -51,13 +51,20 @@ fn committed(db: &Postgres, key: &str) -> Option<u64> {
     get(&*tx, key)
 }
 
+/// `n` seeded 1; a snapshot taken; then another transaction updates `n` to 2 and commits. The
+/// snapshot is returned, to write `n` in turn.
+fn updated_since(db: &Postgres) -> Box<dyn Transaction> {
+    seeded(db, &[("n", 1)]);
+    let (a, b) = pair(db, "n");
+    put(&*a, "n", 2);
+    a.commit().expect("the first commits"); // ok: test
+    b
+}
+
 #[test]
 fn snapshot_writers_that_both_update_a_key_never_both_commit() {
     let db = store();
-    seeded(&db, &[("n", 1)]);
-    let (a, b) = pair(&db, "n");
-    put(&*a, "n", 2);
-    a.commit().expect("the first commits"); // ok: test
+    let b = updated_since(&db);
     put(&*b, "n", 20);
     lost(b.commit());
     assert_eq!(committed(&db, "n"), Some(2), "the loser wrote nothing");
@@ -66,10 +73,7 @@ fn snapshot_writers_that_both_update_a_key_never_both_commit() {
 #[test]
 fn a_snapshot_that_deletes_a_key_updated_since_loses() {
     let db = store();
-    seeded(&db, &[("n", 1)]);
-    let (a, b) = pair(&db, "n");
-    put(&*a, "n", 2);
-    a.commit().expect("the update commits"); // ok: test
+    let b = updated_since(&db);
     // The delete may lose where it reaches the server (its own statement) or at the commit.
     let removed = (&*b as &dyn WriteTxn).open_table(U).and_then(|mut u| u.remove("n").map(drop));
     lost(removed.and_then(|()| b.commit()));

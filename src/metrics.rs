@@ -76,6 +76,7 @@ pub struct Metrics {
     store_writable: Gauge,
     store_faults: Counter,
     store_retries: Counter,
+    queue_claims: Counter,
     store_round_trips: Counter,
     store_notifications: Counter,
     store_listener_reconnects: Counter,
@@ -123,6 +124,7 @@ impl Metrics {
             store_writable: Gauge::default(),
             store_faults: Counter::default(),
             store_retries: Counter::default(),
+            queue_claims: Counter::default(),
             store_round_trips: Counter::default(),
             store_notifications: Counter::default(),
             store_listener_reconnects: Counter::default(),
@@ -195,6 +197,11 @@ impl Metrics {
             format!("{p}store_retries"),
             "Group commits run again after a concurrent transaction (another node) won",
             self.store_retries.clone(),
+        );
+        r.register(
+            format!("{p}queue_claims"),
+            "Queued messages this node claimed after their acceptance (retries, others' mail)",
+            self.queue_claims.clone(),
         );
         r.register(
             format!("{p}store_round_trips"),
@@ -297,6 +304,11 @@ pub fn store_commit(took: Duration) {
 /// A group commit lost a race on a shared store and runs again.
 pub fn store_retry() {
     METRICS.store_retries.inc();
+}
+
+/// This node claimed `n` queued messages it did not hold (shared store).
+pub fn queue_claimed(n: usize) {
+    METRICS.queue_claims.inc_by(n as u64);
 }
 
 /// One exchange with a shared store's server (PostgreSQL).

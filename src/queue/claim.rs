@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{Deps, Queue, Result};
 use crate::ids::now_ms;
+use crate::store::ClaimsOf;
 
 pub(super) const LEASE_LOST: &str = "this node's claim on the message lapsed";
 
@@ -22,14 +23,17 @@ const ALONE: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub(super) struct Peers(Mutex<Option<(bool, Instant)>>);
 
-/// Of the due entries the scan is about to start (`ids`), those another live node claimed,
-/// read in one snapshot; each is also left alone for `ELSEWHERE`. Each node delivers what it
-/// accepted, and the queue's head holds every node's entries: without this, a node started an
-/// attempt on each of the others' entries once a second, which loaded it and lost a claim write,
-/// so each node added work to every other (the read snapshots per send doubled from one node to
-/// two). None on a store nobody shares, or while this node is the only live one.
-pub(super) async fn others(app: &Deps, ids: Vec<String>) -> Result<HashSet<String>> {
-    if ids.is_empty() || !app.node.is_shared() {
+/// Of the due entries the scan is about to start (`startable`), those it leaves to other nodes;
+/// each is also left alone for `ELSEWHERE`. Each node delivers what it accepted, and the queue's
+/// head holds every node's entries: without this, a node started an attempt on each of the
+/// others' entries once a second, which loaded it and lost a claim write, so each node added
+/// work to every other (the read snapshots per send doubled from one node to two). The claims
+/// are read in one snapshot; the entries nobody holds (a retry after a deferral, the mail of a
+/// node that died) are then claimed in one batch (`claim_free`, under `SKIP LOCKED`), and those
+/// another node took first are left to it. None on a store nobody shares, or while this node is
+/// the only live one (its attempts then claim what they find free one at a time, unopposed).
+pub(super) async fn others(app: &Deps, startable: &[(u64, String)]) -> Result<HashSet<String>> {
+    if startable.is_empty() || !app.node.is_shared() {
         return Ok(HashSet::new());
     }
     let known = *lock(&app.queue.peers.0);
@@ -39,18 +43,40 @@ pub(super) async fn others(app: &Deps, ids: Vec<String>) -> Result<HashSet<Strin
     }
     let node = app.node.name().to_owned();
     let now = now_ms();
-    let held = app
-        .store
-        .read(move |r| -> crate::store::Result<Option<Vec<String>>> {
-            if known.is_none() && r.live_nodes(now)?.iter().all(|n| *n == node) {
-                return Ok(None);
-            }
-            r.claimed_by_others(&ids, &node, now).map(Some)
-        })
-        .await?;
+    let ids: Vec<String> = startable.iter().map(|(_, id)| id.clone()).collect();
+    let found = {
+        let node = node.clone();
+        app.store
+            .read(move |r| -> crate::store::Result<Option<ClaimsOf>> {
+                if known.is_none() && r.live_nodes(now)?.iter().all(|n| *n == node) {
+                    return Ok(None);
+                }
+                r.claims_of(&ids, &node, now).map(Some)
+            })
+            .await?
+    };
     let until = Instant::now() + ALONE;
-    *lock(&app.queue.peers.0) = Some((held.is_none(), until));
-    let held: HashSet<String> = held.unwrap_or_default().into_iter().collect();
+    *lock(&app.queue.peers.0) = Some((found.is_none(), until));
+    let found = found.unwrap_or_default();
+    let mut held: HashSet<String> = found.others.into_iter().collect();
+    if !found.free.is_empty() {
+        let free: HashSet<String> = found.free.into_iter().collect();
+        let free: Vec<(u64, String)> =
+            startable.iter().filter(|(_, id)| free.contains(id)).cloned().collect();
+        let margin = app.node.claim_margin();
+        let batch = free.clone();
+        let mine: HashSet<String> = app
+            .store
+            .write_snapshot(move |w| w.claim_free(&batch, &node, now_ms(), margin))
+            .await?
+            .into_iter()
+            .collect();
+        crate::metrics::queue_claimed(mine.len());
+        if !mine.is_empty() {
+            tracing::info!(claimed = mine.len(), of = free.len(), "queued mail claimed in a batch");
+        }
+        held.extend(free.into_iter().map(|(_, id)| id).filter(|id| !mine.contains(id)));
+    }
     let again = Instant::now() + ELSEWHERE;
     let mut elsewhere = lock(&app.queue.elsewhere);
     for id in &held {
@@ -65,7 +91,9 @@ pub(super) async fn claim(app: &Deps, due: u64, id: &str) -> Result<bool> {
     let margin = app.node.claim_margin();
     let mine =
         app.store.write_snapshot(move |w| w.claim(due, &owned, &node, now_ms(), margin)).await?;
-    if !mine {
+    if mine {
+        crate::metrics::queue_claimed(1);
+    } else {
         let again = std::time::Instant::now() + ELSEWHERE;
         lock(&app.queue.elsewhere).insert(id.to_owned(), again);
     }

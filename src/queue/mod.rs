@@ -226,8 +226,7 @@ async fn scan(app: &Engine, now: u64) -> Option<u64> {
         let new = |(_, id): &&(u64, String)| !in_flight.contains(id) && !skipped.contains(id);
         head.iter().filter(|(due, _)| *due <= now).filter(new).take(free).cloned().collect()
     };
-    let ids = startable.iter().map(|(_, id)| id.clone()).collect();
-    let others = claim::others(app, ids).await.unwrap_or_else(|e| {
+    let others = claim::others(app, &startable).await.unwrap_or_else(|e| {
         // Each attempt checks its claim anyway: the cost of starting them is a lost write each.
         tracing::warn!(error = %e, "claims read failed");
         HashSet::new()

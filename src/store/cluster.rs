@@ -9,6 +9,15 @@ use super::kv::ReadableTable;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode};
 
+/// What `Rtx::claims_of` found of a set of queued messages.
+#[derive(Debug, Default)]
+pub struct ClaimsOf {
+    /// Claimed by another node whose heartbeat is current.
+    pub others: Vec<String>,
+    /// Claimed by nobody, or by a node whose heartbeat ran out.
+    pub free: Vec<String>,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Lease {
     node: String,
@@ -90,6 +99,47 @@ impl Wtx<'_> {
         Ok(())
     }
 
+    /// Claims for `node` those of the queue entries `due` (messages `claims_of` found nobody
+    /// holding) that no other node is claiming at this moment, in one batch; answers the ids it
+    /// claimed. The entries are locked with `SKIP LOCKED` (`lock_unheld`): nodes that look at the
+    /// same free entries together split them instead of losing to each other, and a node skips
+    /// what another is taking. Each claim is then checked as `claim` does (the entry may have
+    /// been claimed and committed since the read that found it free); like `claim`, nothing is
+    /// taken while this node's own heartbeat has less than `margin` ms to run.
+    pub fn claim_free(
+        &mut self,
+        due: &[(u64, String)],
+        node: &str,
+        now: u64,
+        margin: u64,
+    ) -> Result<Vec<String>> {
+        if due.is_empty() || !alive(self, node, now.saturating_add(margin))? {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<(u64, &str)> = due.iter().map(|(at, id)| (*at, id.as_str())).collect();
+        let locked = self.tx.open_table(QUEUE)?.lock_unheld(&keys)?;
+        let mut mine = Vec::new();
+        for ((_, id), locked) in keys.into_iter().zip(locked) {
+            if !locked {
+                continue;
+            }
+            let holder = self.tx.open_table(CLAIMS)?.get(id)?.map(|v| v.value().to_owned());
+            let free = match holder.as_deref() {
+                // Already this node's: nothing to write.
+                Some(holder) if holder == node => false,
+                Some(holder) => !alive(self, holder, now)?,
+                None => true,
+            };
+            if free {
+                self.tx.open_table(CLAIMS)?.insert(id, node)?;
+            }
+            if free || holder.as_deref() == Some(node) {
+                mine.push(id.to_owned());
+            }
+        }
+        Ok(mine)
+    }
+
     /// Drops every claim `node` holds (it starts again: what it was doing before is free for
     /// any node at once, itself included); answers how many.
     pub fn free_claims_of(&mut self, node: &str) -> Result<usize> {
@@ -117,8 +167,9 @@ impl Rtx {
     }
 
     /// Of `ids` (queued messages), those another node holds a claim on with a heartbeat current
-    /// at `now`: their claims read in one exchange, then each holder's heartbeat once.
-    pub fn claimed_by_others(&self, ids: &[String], node: &str, now: u64) -> Result<Vec<String>> {
+    /// at `now`, and those nobody holds (no claim, or its holder's heartbeat ran out): their
+    /// claims read in one exchange, then each holder's heartbeat once.
+    pub fn claims_of(&self, ids: &[String], node: &str, now: u64) -> Result<ClaimsOf> {
         self.ahead(|a| {
             for id in ids {
                 a.key(CLAIMS, id.as_str());
@@ -126,9 +177,12 @@ impl Rtx {
         })?;
         let claims = self.tx.open_table(CLAIMS)?;
         let mut live: Vec<(String, bool)> = Vec::new();
-        let mut out = Vec::new();
+        let mut out = ClaimsOf::default();
         for id in ids {
-            let Some(holder) = claims.get(id.as_str())? else { continue };
+            let Some(holder) = claims.get(id.as_str())? else {
+                out.free.push(id.clone());
+                continue;
+            };
             let holder = holder.value();
             if holder == node {
                 continue;
@@ -141,8 +195,9 @@ impl Rtx {
                     alive
                 }
             };
-            if alive {
-                out.push(id.clone());
+            match alive {
+                true => out.others.push(id.clone()),
+                false => out.free.push(id.clone()),
             }
         }
         Ok(out)

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::error::{Error, Result};
-use super::kv::{Db, Postgres, Redb};
+use super::kv::{Db, Postgres, Redb, Relation};
 
 /// How long a reopen waits for reads in progress to let go of the old handle.
 const READERS_GRACE: Duration = Duration::from_secs(3);
@@ -34,14 +34,16 @@ impl File {
     }
 
     /// A store on the PostgreSQL database at `url` (`path` is still the node's data directory).
-    /// Writes to the tables of `watched` are told to the nodes that listen.
+    /// Writes to the tables of `watched` are told to the nodes that listen; `relations` are the
+    /// hot tables' own relations.
     pub(super) fn connect(
         url: &str,
         path: &Path,
         connections: usize,
         watched: &'static [&'static str],
+        relations: &[Relation],
     ) -> Result<File> {
-        let db = Postgres::connect(url, connections, watched)?;
+        let db = Postgres::connect(url, connections, watched, relations)?;
         Ok(File::holding(path, 0, true, Db::Postgres(db)))
     }
 

@@ -140,6 +140,7 @@ pub use batches::Batch;
 pub use bodies::SentBody;
 pub use certificates::{StoredCertificate, StoredChallenge};
 pub use changes::{Changes, Topic};
+pub use cluster::ClaimsOf;
 pub use contacts::{Contact, ContactUpsert, ContactsImported, MAX_CONTACT_FIELDS};
 pub use dmarc_seen::{DmarcGroup, DmarcPolicy, DmarcSeen, SeenDkim, SeenRow};
 pub use domains::{DkimKey, Domain};
@@ -232,9 +233,13 @@ impl Store {
         let path = dir.join(DB_FILE);
         let shard = options.url.as_ref().and(options.node.as_deref()).map(Arc::from);
         let file = match &options.url {
-            Some(url) => {
-                Arc::new(file::File::connect(url, dir, options.connections, &changes::TABLES)?)
-            }
+            Some(url) => Arc::new(file::File::connect(
+                url,
+                dir,
+                options.connections,
+                &changes::TABLES,
+                tables::RELATIONS,
+            )?),
             None => {
                 file::create_private_dir(dir)?;
                 let file = file::File::open(&path, options.cache_size)?;

@@ -2,7 +2,7 @@
 //! sibling modules (email documents in a compact tagged form, `email_doc`); adding an optional
 //! field needs no migration (`#[serde(default)]`).
 
-use super::kv::TableDefinition;
+use super::kv::{Relation, TableDefinition};
 
 /// `schema_version` -> the layout version this file was last written with.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -238,3 +238,38 @@ pub const TLS_REPORTS: TableDefinition<(&str, u64, &str), &[u8]> =
 /// message's key (`m:` Message-ID and date, `u:` source folder, UIDVALIDITY and UID), or a JSON
 /// mark of a source folder (`f:`, the last UID copied), so a second run copies only what is new.
 pub const IMPORTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("imports");
+
+/// On PostgreSQL, the tables of the hot paths each have a relation of their own (a partition of
+/// `edgemail_kv`, `kv::postgres::layout`); every other table shares the default one. Each group
+/// here is written by every send, delivery or hit, or claimed under row locks.
+pub const RELATIONS: &[Relation] = &[
+    // Inserted and removed at every send; claimed with `SKIP LOCKED`.
+    Relation { name: "edgemail_queue", tables: &[QUEUE.name(), CLAIMS.name()] },
+    Relation {
+        name: "edgemail_idempotency",
+        tables: &[IDEMPOTENCY.name(), IDEMPOTENCY_BY_TIME.name()],
+    },
+    // The webhook outbox: events waiting for their endpoints, and their delivery attempts.
+    Relation {
+        name: "edgemail_outbox",
+        tables: &[
+            WEBHOOK_EVENTS.name(),
+            WEBHOOK_EVENT_REFS.name(),
+            WEBHOOK_DELIVERIES.name(),
+            WEBHOOK_DELIVERIES_BY_ENDPOINT.name(),
+            WEBHOOK_DUE.name(),
+        ],
+    },
+    // Opens, clicks and unsubscribes, counted per message.
+    Relation { name: "edgemail_tracking", tables: &[TRACKING.name()] },
+    // Bumped by every send or delivery, each node its own shard.
+    Relation {
+        name: "edgemail_counters",
+        tables: &[
+            DAILY_STATS_SHARDS.name(),
+            MAILBOX_USAGE_SHARDS.name(),
+            MAILBOX_DAY_SENDS.name(),
+            MAILBOX_NEXT_SLOT.name(),
+        ],
+    },
+];

@@ -33,6 +33,7 @@ mod cli;
 mod cluster;
 mod cluster_faults;
 mod cluster_notify;
+mod cluster_takeover;
 mod contacts;
 mod dashboard;
 mod dashboard_filters;

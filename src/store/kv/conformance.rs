@@ -426,12 +426,12 @@ pub(in crate::store) mod pg_cluster;
 #[test]
 fn the_postgres_backend_conforms() {
     let cluster = pg_cluster::Cluster::shared();
-    all(|| ok(Postgres::connect(&cluster.database(), 4, &[])));
+    all(|| ok(Postgres::connect(&cluster.database(), 4, &[], TRIAL)));
 }
 
 #[test]
 fn a_lost_race_on_postgres_is_contention_and_writes_nothing() {
-    let db = ok(Postgres::connect(&pg_cluster::Cluster::shared().database(), 4, &[]));
+    let db = ok(Postgres::connect(&pg_cluster::Cluster::shared().database(), 4, &[], TRIAL));
     write(&db, |w| w.open_table(U)?.insert("n", 1));
     // Two transactions read the counter and both write it: at SERIALIZABLE the second to
     // write, after the first committed, must lose (a write before that would wait on the lock).

@@ -22,7 +22,9 @@ use super::error::Result;
 
 pub use embedded::{Embedded, Redb};
 pub use key::Key;
-pub use postgres::{Changed, Postgres};
+#[cfg(test)]
+use postgres::TRIAL;
+pub use postgres::{Changed, Postgres, Relation};
 pub use table::{Ahead, ReadableTable, Table, TableDefinition};
 pub use value::Value;
 
@@ -149,6 +151,20 @@ pub trait WriteTable: ReadTable {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
     /// Removes `key`; answers the value it had.
     fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes<'_>>>;
+
+    /// Of `keys`, those present that no other open transaction holds locked, each locked now
+    /// for this one until it ends (PostgreSQL's `FOR UPDATE SKIP LOCKED`): writers that each
+    /// take a batch of the same entries get disjoint parts instead of conflicting on them. A
+    /// backend with one writer at a time (redb) has nobody to skip: every present key.
+    fn lock_unheld(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        for key in keys {
+            if self.get(key)?.is_some() {
+                out.push(key.clone());
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A consistent snapshot.

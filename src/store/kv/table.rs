@@ -278,6 +278,14 @@ impl<K: Key, V: Value> Table<'_, K, V> {
         self.raw.delete(&key)?.map(AccessGuard::new).transpose()
     }
 
+    /// For each of `keys`, whether it is present and now locked by this transaction, not held
+    /// by another (`WriteTable::lock_unheld`).
+    pub fn lock_unheld<'k>(&mut self, keys: &[K::SelfType<'k>]) -> Result<Vec<bool>> {
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| encode_key::<K>(k)).collect();
+        let locked = self.raw.lock_unheld(&keys)?;
+        Ok(keys.iter().map(|k| locked.contains(k)).collect())
+    }
+
     /// Removes the entries of `range` for which `keep` answers false.
     pub fn retain_in<'a, KR>(
         &mut self,

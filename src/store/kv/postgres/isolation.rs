@@ -4,17 +4,18 @@
 //! the one that loses fails as contention (which the writer runs again) and writes nothing. What
 //! snapshot isolation allows, and the store's callers accept where they use it, is write skew:
 //! two transactions that each write a key the other only read both commit. `write`
-//! (SERIALIZABLE) does not allow even that, and is what work that needs it uses.
+//! (SERIALIZABLE) does not allow even that, and is what work that needs it uses. Last, what
+//! `lock_unheld` (`FOR UPDATE SKIP LOCKED`) promises writers that lock the same keys together.
 
 use super::super::conformance::pg_cluster::Cluster;
 use super::super::{Backend, ReadableTable, TableDefinition, Transaction, WriteTxn};
-use super::Postgres;
+use super::{Postgres, TRIAL};
 use crate::store::error::Result;
 
 const U: TableDefinition<&str, u64> = TableDefinition::new("u");
 
 fn store() -> Postgres {
-    Postgres::connect(&Cluster::shared().database(), 4, &[]).expect("connect") // ok: test
+    Postgres::connect(&Cluster::shared().database(), 4, &[], TRIAL).expect("connect") // ok: test
 }
 
 fn get(tx: &dyn WriteTxn, key: &str) -> Option<u64> {
@@ -114,4 +115,30 @@ fn snapshots_may_skew_on_keys_they_only_read_and_serializable_writes_may_not() {
     let (a, b) = skew(&db, true);
     assert!(a.is_ok(), "{a:?}");
     lost(b);
+}
+
+fn lock(tx: &dyn WriteTxn, keys: &[&str]) -> Vec<bool> {
+    tx.open_table(U).and_then(|mut u| u.lock_unheld(keys)).expect("lock") // ok: test
+}
+
+/// The batch claim of due mail (`claim_free`): writers that lock the same entries with
+/// `SKIP LOCKED` each get what the other does not hold, without waiting or failing, and a key
+/// that is not there is not taken. Once the holder ends, the entries are free again.
+#[test]
+fn writers_locking_the_same_keys_skip_what_another_holds() {
+    let db = store();
+    seeded(&db, &[("a", 1), ("b", 1), ("c", 1)]);
+    let (first, second) = (db.write_snapshot().expect("a"), db.write_snapshot().expect("b")); // ok: test
+    assert_eq!(lock(&*first, &["a", "b", "none"]), [true, true, false]);
+    assert_eq!(lock(&*second, &["a", "b", "c", "none"]), [false, false, true, false]);
+    put(&*first, "a", 2);
+    first.commit().expect("the first commits"); // ok: test
+    second.commit().expect("the second commits too: they shared no key"); // ok: test
+    let third = db.write_snapshot().expect("c"); // ok: test
+    assert_eq!(lock(&*third, &["a", "b", "c"]), [true, true, true]);
+    // A key this transaction put and has not sent yet is there to lock.
+    put(&*third, "d", 1);
+    assert_eq!(lock(&*third, &["d"]), [true]);
+    third.commit().expect("commit"); // ok: test
+    assert_eq!(committed(&db, "a"), Some(2));
 }

@@ -1,6 +1,7 @@
 //! The backend on PostgreSQL, so that several nodes can share one store: every table is a slice
-//! of one relation keyed by `(tbl, k)`, and `bytea` sorts byte-wise as redb's keys do, so ranges
-//! come back in the same order from both backends.
+//! of one relation keyed by `(tbl, k)`, partitioned so that the hot paths' tables have relations
+//! of their own (`layout`), and `bytea` sorts byte-wise as redb's keys do, so ranges come back in
+//! the same order from both backends.
 //!
 //! The store's transactions are synchronous (its closures run inside them), so this backend is a
 //! synchronous facade: each statement is awaited where it is issued, by the thread that waits
@@ -22,6 +23,7 @@ mod fail;
 mod idle;
 #[cfg(test)]
 mod isolation;
+mod layout;
 mod notify;
 mod pages;
 mod pending;
@@ -39,18 +41,10 @@ use super::super::error::{Error, Result};
 use super::{Backend, Snapshot, Transaction};
 use conn::Connector;
 use idle::Idle;
+pub use layout::Relation;
 pub use notify::Changed;
 use pool::{Pool, Pooled};
 use txn::{Begin, Txn};
-
-/// The relation every table lives in. Created on first use; later layouts add columns or
-/// relations beside it, never change it in place.
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS edgemail_kv (
-    tbl text NOT NULL,
-    k bytea NOT NULL,
-    v bytea NOT NULL,
-    PRIMARY KEY (tbl, k)
-)";
 
 /// Settings of every connection, sent at its start. Each statement here finds rows by the
 /// primary key, a key or a key range, so an index path is always the right plan; but a statement
@@ -66,6 +60,11 @@ const UPSERT: &str = "INSERT INTO edgemail_kv (tbl, k, v) \
     ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v";
 const DELETE: &str = "DELETE FROM edgemail_kv AS d \
     USING unnest($1::text[], $2::bytea[]) AS x(tbl, k) WHERE d.tbl = x.tbl AND d.k = x.k";
+
+/// The layout the backend's own tests run on: table `u` in a relation of its own, the rest in
+/// the default partition.
+#[cfg(test)]
+pub(super) const TRIAL: &[Relation] = &[Relation { name: "edgemail_trial", tables: &["u"] }];
 
 /// A PostgreSQL database holding the store.
 pub struct Postgres {
@@ -93,13 +92,15 @@ impl Drop for Postgres {
 
 impl Postgres {
     /// Connects to `url` (a `postgres://` URL) with up to `connections` connections, and creates
-    /// the relation when absent. A first connection is made here, so that a wrong address,
-    /// password or certificate stops the start with its reason. A committed write to a table
-    /// of `watched` is told to every node that listens (`changes`).
+    /// the relations when absent (`layout`: a partition for each of `relations`, the tables of
+    /// the hot paths). A first connection is made here, so that a wrong address, password or
+    /// certificate stops the start with its reason. A committed write to a table of `watched`
+    /// is told to every node that listens (`changes`).
     pub fn connect(
         url: &str,
         connections: usize,
         watched: &'static [&'static str],
+        relations: &[Relation],
     ) -> Result<Postgres> {
         notify::check(watched).map_err(Error::internal)?;
         let mut target = url::parse(url)?;
@@ -135,7 +136,7 @@ impl Postgres {
             }
             other => other?,
         };
-        client.wait(client.batch_execute(SCHEMA))?;
+        layout::ensure(&client, relations)?;
         Ok(db)
     }
 

@@ -104,4 +104,14 @@ impl WriteTable for Rel<'_> {
         )?;
         Ok(rows.first().map(|row| Bytes::Owned(row.get(0))))
     }
+
+    fn lock_unheld(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+        // A key this transaction put and has not sent yet is not on the server to lock.
+        self.txn.flush(Some(&self.name))?;
+        let rows = self.txn.rows(
+            "SELECT k FROM edgemail_kv WHERE tbl = $1 AND k = ANY($2) FOR UPDATE SKIP LOCKED",
+            &[&self.name, &keys],
+        )?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
 }

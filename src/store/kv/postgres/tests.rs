@@ -7,10 +7,14 @@
 
 use super::super::conformance::pg_cluster::Cluster;
 use super::super::{Backend, ReadableTable, TableDefinition, WriteTxn};
-use super::Postgres;
+use super::{Postgres, TRIAL};
 
 const U: TableDefinition<&str, u64> = TableDefinition::new("u");
 const BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("blobs");
+
+fn connect(url: &str, connections: usize) -> Postgres {
+    Postgres::connect(url, connections, &[], TRIAL).expect("connect") // ok: test
+}
 
 fn keys(tx: &dyn WriteTxn) -> Vec<String> {
     let u = tx.open_table(U).expect("table"); // ok: test
@@ -20,7 +24,7 @@ fn keys(tx: &dyn WriteTxn) -> Vec<String> {
 
 #[test]
 fn a_range_read_again_in_a_transaction_sees_every_write_since() {
-    let db = Postgres::connect(&Cluster::shared().database(), 2, &[]).expect("connect"); // ok: test
+    let db = connect(&Cluster::shared().database(), 2);
     let tx = db.write().expect("begin"); // ok: test
     for k in ["a", "b", "c"] {
         (&*tx as &dyn WriteTxn).open_table(U).and_then(|mut u| u.insert(k, 1)).expect("insert"); // ok: test
@@ -47,7 +51,7 @@ fn insert(tx: &dyn WriteTxn, key: &str) {
 /// before it is lent, or the next transaction fails.
 #[test]
 fn a_connection_the_server_closed_while_pooled_is_not_lent_again() {
-    let db = Postgres::connect(&Cluster::shared().database(), 3, &[]).expect("connect"); // ok: test
+    let db = connect(&Cluster::shared().database(), 3);
     // Two connections go back to the pool: two write transactions at once.
     let (one, two) = (db.write().expect("begin"), db.write().expect("begin")); // ok: test
     insert(&*one, "x");
@@ -72,7 +76,7 @@ fn a_connection_the_server_closed_while_pooled_is_not_lent_again() {
 /// a full socket (the driver must wait until it is writable) and reading it takes many reads.
 #[test]
 fn a_value_larger_than_the_socket_buffers_is_written_and_read_whole() {
-    let db = Postgres::connect(&Cluster::shared().database(), 2, &[]).expect("connect"); // ok: test
+    let db = connect(&Cluster::shared().database(), 2);
     let value: Vec<u8> =
         (0..24u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
     let tx = db.write().expect("begin"); // ok: test
@@ -98,7 +102,7 @@ fn a_host_that_refuses_is_passed_over_with_the_socket_parameters_applied() {
     for order in ["load_balance_hosts=disable", "load_balance_hosts=random"] {
         for _ in 0..4 {
             let url = format!("{url}?{order}&{socket}");
-            let db = Postgres::connect(&url, 2, &[]).expect("connect past port 1"); // ok: test
+            let db = Postgres::connect(&url, 2, &[], TRIAL).expect("connect past port 1"); // ok: test
             let tx = db.write().expect("begin"); // ok: test
             insert(&*tx, "k");
             tx.commit().expect("commit"); // ok: test
@@ -113,7 +117,7 @@ fn a_host_that_refuses_is_passed_over_with_the_socket_parameters_applied() {
 fn a_read_the_server_holds_back_does_not_stall_its_runtime_thread() {
     use std::time::Duration;
     let url = Cluster::shared().database();
-    let db = std::sync::Arc::new(Postgres::connect(&url, 3, &[]).expect("connect")); // ok: test
+    let db = std::sync::Arc::new(connect(&url, 3)); // ok: test
     // Two connections go back to the pool, so the read below opens none (opening one hands
     // off too, as any wait that may be long does).
     let (one, two) = (db.write().expect("begin"), db.write().expect("begin")); // ok: test

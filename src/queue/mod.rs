@@ -211,14 +211,16 @@ async fn scan(app: &Engine, now: u64) -> Option<u64> {
     let skipped = queue.claimed_elsewhere();
     // The head holds the entries in flight (they stay queued until final) and those another
     // node claimed; past them, no more entries than there are free slots can start.
-    let look = queue.in_flight().len() + skipped.len() + free.min(256);
-    let head = match app.store.read(move |r| r.due(u64::MAX, look)).await {
-        Ok(head) => head,
-        Err(e) => {
-            tracing::error!(error = %e, "queue read failed");
-            Vec::new()
-        }
+    let in_flight = queue.in_flight().len();
+    let look = in_flight + skipped.len() + free.min(256);
+    let (head, spooled) = match claim::spooling(app) {
+        true => claim::spooled_head(app, in_flight + free.min(256), look).await,
+        false => (app.store.read(move |r| r.due(u64::MAX, look)).await, HashSet::new()),
     };
+    let head = head.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "queue read failed");
+        Vec::new()
+    });
     tracing::debug!(entries = head.len(), in_flight = queue.in_flight().len(), "queue scan");
     let next_due = head.iter().find(|(due, _)| *due > now).map(|(due, _)| *due);
     let startable: Vec<(u64, String)> = {
@@ -226,7 +228,10 @@ async fn scan(app: &Engine, now: u64) -> Option<u64> {
         let new = |(_, id): &&(u64, String)| !in_flight.contains(id) && !skipped.contains(id);
         head.iter().filter(|(due, _)| *due <= now).filter(new).take(free).cloned().collect()
     };
-    let others = claim::others(app, &startable).await.unwrap_or_else(|e| {
+    // What this node's spool holds is its own; the rest came from the whole queue's head.
+    let wide: Vec<(u64, String)> =
+        startable.iter().filter(|(_, id)| !spooled.contains(id)).cloned().collect();
+    let others = claim::others(app, &wide).await.unwrap_or_else(|e| {
         // Each attempt checks its claim anyway: the cost of starting them is a lost write each.
         tracing::warn!(error = %e, "claims read failed");
         HashSet::new()
@@ -373,7 +378,7 @@ async fn finish(
                 if !w.holds_claim(&email, node, now_ms())? {
                     return Err(crate::store::Error::Conflict(LEASE_LOST.into()).into());
                 }
-                w.release_claim(&email)?;
+                w.release_claim(due, &email, node)?;
             }
             if let Some(store_copies) = &local
                 && w.is_queued_in_write(due, &email)?

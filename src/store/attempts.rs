@@ -13,12 +13,14 @@ use super::{Rtx, Tables, Wtx};
 use crate::bounce::{self, BounceClass};
 
 /// The keys an attempt on `id` reads first, read ahead together: its queue entry, its document
-/// and raw message's link, and on a shared store (`node`) its claim and the node's heartbeat.
+/// and raw message's link, and on a shared store (`node`) its claim, its place in the node's
+/// spool (removed with the claim: a key not read first costs a round trip of its own to remove)
+/// and the node's heartbeat.
 fn attempt_ahead(tx: &impl Tables, due: u64, id: &str, node: Option<&str>) -> Result<()> {
     tx.ahead(|ahead| {
         ahead.key(QUEUE, (due, id)).key(EMAILS, id).key(RAW_OF, id);
         if let Some(node) = node {
-            ahead.key(CLAIMS, id).key(NODES, node);
+            ahead.key(CLAIMS, id).key(NODES, node).key(SPOOL, (node, due, id));
         }
     })
 }

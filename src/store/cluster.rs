@@ -73,19 +73,29 @@ impl Wtx<'_> {
         if !queued || !alive(self, node, now.saturating_add(margin))? {
             return Ok(false);
         }
-        let mut claims = self.tx.open_table(CLAIMS)?;
-        let holder = claims.get(id)?.map(|v| v.value().to_owned());
+        let holder = self.tx.open_table(CLAIMS)?.get(id)?.map(|v| v.value().to_owned());
         if holder.as_deref() == Some(node) {
             return Ok(true);
         }
-        if let Some(holder) = holder
-            && holder != node
-            && alive(self, &holder, now)?
+        if let Some(holder) = &holder
+            && alive(self, holder, now)?
         {
             return Ok(false);
         }
-        claims.insert(id, node)?;
+        self.take_claim(due, id, node, holder.as_deref())?;
         Ok(true)
+    }
+
+    /// Makes `node` the holder of the claim on entry `(due, id)`, moving the entry from the
+    /// spool of `from` (the holder whose heartbeat ran out), if any, to `node`'s.
+    fn take_claim(&mut self, due: u64, id: &str, node: &str, from: Option<&str>) -> Result<()> {
+        self.tx.open_table(CLAIMS)?.insert(id, node)?;
+        let mut spool = self.tx.open_table(SPOOL)?;
+        if let Some(from) = from {
+            spool.remove((from, due, id))?;
+        }
+        spool.insert((node, due, id), ())?;
+        Ok(())
     }
 
     /// Whether `node` still holds its claim on `id`, with a current heartbeat: only then may it
@@ -94,8 +104,32 @@ impl Wtx<'_> {
         holds_claim(self, id, node, now)
     }
 
-    pub fn release_claim(&mut self, id: &str) -> Result<()> {
+    /// Gives up `node`'s claim on the queue entry `(due, id)` (its attempt is over), and the
+    /// entry's place in `node`'s spool.
+    pub fn release_claim(&mut self, due: u64, id: &str, node: &str) -> Result<()> {
         self.tx.open_table(CLAIMS)?.remove(id)?;
+        self.tx.open_table(SPOOL)?.remove((node, due, id))?;
+        Ok(())
+    }
+
+    /// Drops entries of `node`'s spool whose queue entry went (`Rtx::spool` found them).
+    pub fn unspool(&mut self, node: &str, gone: &[(u64, String)]) -> Result<()> {
+        let mut spool = self.tx.open_table(SPOOL)?;
+        for (due, id) in gone {
+            spool.remove((node, *due, id.as_str()))?;
+        }
+        Ok(())
+    }
+
+    /// Moves a queued message's entry in its holder's spool from `from` to `to` (its queue
+    /// entry moved so); nothing when nobody holds it.
+    pub(super) fn respool(&mut self, id: &str, from: u64, to: u64) -> Result<()> {
+        let holder = self.tx.open_table(CLAIMS)?.get(id)?.map(|v| v.value().to_owned());
+        let Some(holder) = holder else { return Ok(()) };
+        let mut spool = self.tx.open_table(SPOOL)?;
+        if spool.remove((holder.as_str(), from, id))?.is_some() {
+            spool.insert((holder.as_str(), to, id), ())?;
+        }
         Ok(())
     }
 
@@ -119,7 +153,7 @@ impl Wtx<'_> {
         let keys: Vec<(u64, &str)> = due.iter().map(|(at, id)| (*at, id.as_str())).collect();
         let locked = self.tx.open_table(QUEUE)?.lock_unheld(&keys)?;
         let mut mine = Vec::new();
-        for ((_, id), locked) in keys.into_iter().zip(locked) {
+        for ((due, id), locked) in keys.into_iter().zip(locked) {
             if !locked {
                 continue;
             }
@@ -131,7 +165,7 @@ impl Wtx<'_> {
                 None => true,
             };
             if free {
-                self.tx.open_table(CLAIMS)?.insert(id, node)?;
+                self.take_claim(due, id, node, holder.as_deref())?;
             }
             if free || holder.as_deref() == Some(node) {
                 mine.push(id.to_owned());
@@ -153,6 +187,19 @@ impl Wtx<'_> {
         }
         for id in &mine {
             claims.remove(id.as_str())?;
+        }
+        drop(claims);
+        let mut spool = self.tx.open_table(SPOOL)?;
+        let mut spooled = Vec::new();
+        spool.scan((node, 0u64, "").., false, |(of, due, id), ()| {
+            if of != node {
+                return Ok(std::ops::ControlFlow::Break(()));
+            }
+            spooled.push((due, id.to_owned()));
+            Ok(std::ops::ControlFlow::Continue(()))
+        })?;
+        for (due, id) in &spooled {
+            spool.remove((node, *due, id.as_str()))?;
         }
         Ok(mine.len())
     }
@@ -213,5 +260,90 @@ impl Rtx {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::emails::{Email, Folder};
+    use super::super::kv::conformance::pg_cluster::Cluster;
+    use super::super::{Options, Store};
+    use super::*;
+
+    fn node(url: &str, name: &str) -> Store {
+        let dir =
+            std::env::temp_dir().join(format!("edgemail-spool-{name}-{}", std::process::id()));
+        let options = Options {
+            url: Some(url.to_owned()),
+            connections: 2,
+            node: Some(name.to_owned()),
+            ..Options::default()
+        };
+        Store::open_with(&dir, options).expect("open") // ok: test
+    }
+
+    fn outbound(id: &str) -> Email {
+        let mut e = Email::default();
+        e.summary.id = id.into();
+        e.summary.mailbox = "m@x.test".into();
+        e.summary.folder = Folder::Outbox;
+        e
+    }
+
+    fn write<T>(
+        store: &Store,
+        work: impl FnOnce(&mut Wtx<'_>) -> Result<T> + Clone + Send + 'static,
+    ) -> T
+    where
+        T: Send + 'static,
+    {
+        store.write_blocking(work).expect("write") // ok: test
+    }
+
+    fn spool(store: &Store, name: &str) -> Vec<(u64, String)> {
+        let name = name.to_owned();
+        let spooled = store.read_blocking(move |r| r.spool(&name, 10)).expect("read"); // ok: test
+        assert!(spooled.gone.is_empty(), "{spooled:?}");
+        spooled.queued
+    }
+
+    /// A node's spool follows its claims: an accepted message is in its acceptor's, a claim taken
+    /// from a node whose heartbeat ran out (one at a time or in a batch) moves it, and a released
+    /// claim or a node's claims freed leave nothing behind; an entry whose queue entry went is
+    /// told apart and dropped.
+    #[test]
+    fn a_spool_holds_what_its_node_claimed_and_nothing_else() {
+        let url = Cluster::shared().database();
+        let (a, b) = (node(&url, "a"), node(&url, "b"));
+        let now = 1_800_000_000_000;
+        write(&a, move |w| w.heartbeat("a", now - 1));
+        write(&b, move |w| w.heartbeat("b", now + 60_000));
+        write(&a, |w| w.enqueue(&outbound("em_1"), 1000));
+        assert_eq!(spool(&a, "a"), [(1000, "em_1".to_owned())]);
+        assert!(write(&b, move |w| w.claim(1000, "em_1", "b", now, 0)), "a's heartbeat ran out");
+        assert_eq!((spool(&a, "a"), spool(&b, "b")), (vec![], vec![(1000, "em_1".to_owned())]));
+        write(&b, |w| w.release_claim(1000, "em_1", "b"));
+        assert!(spool(&b, "b").is_empty());
+        // A batch claim of entries nobody live holds.
+        write(&a, |w| w.enqueue(&outbound("em_2"), 2000));
+        let ids = vec!["em_2".to_owned()];
+        let found = b.read_blocking(move |r| r.claims_of(&ids, "b", now)).expect("read"); // ok: test
+        assert_eq!(found.free, ["em_2"]);
+        let due = vec![(2000, "em_2".to_owned())];
+        assert_eq!(write(&b, move |w| w.claim_free(&due, "b", now, 0)), ["em_2"]);
+        assert_eq!((spool(&a, "a"), spool(&b, "b")), (vec![], vec![(2000, "em_2".to_owned())]));
+        // The queue entry goes (the message was deleted): the spool tells, and drops it.
+        write(&b, |w| w.tx.open_table(QUEUE)?.remove((2000, "em_2")).map(drop));
+        let found = b.read_blocking(|r| r.spool("b", 10)).expect("read"); // ok: test
+        assert_eq!((found.queued, found.gone.clone()), (vec![], vec![(2000, "em_2".to_owned())]));
+        write(&b, move |w| w.unspool("b", &found.gone));
+        assert!(spool(&b, "b").is_empty());
+        write(&b, |w| w.enqueue(&outbound("em_3"), 3000));
+        // em_2's claim outlived its queue entry (a message deleted while claimed keeps it, to no
+        // effect) and goes here too.
+        assert_eq!(write(&b, |w| w.free_claims_of("b")), 2);
+        assert!(spool(&b, "b").is_empty());
+        a.close();
+        b.close();
     }
 }

@@ -165,6 +165,7 @@ pub use mailboxes::{Mailbox, MailboxPatch, SpamFilter, SpamFilterPatch};
 pub use outbox::{AttemptOutcome, DueDelivery, WebhookDelivery, WebhookStatus};
 pub use pacing::Slot;
 pub use passwords::{AppPassword, MAX_APP_PASSWORDS};
+pub use queue::Spooled;
 pub use quota::Quota;
 pub use removal::Removed;
 pub use replies::{Answer as ReplyAnswer, MAX_LABEL, ReplyRecord};

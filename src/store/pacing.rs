@@ -79,6 +79,7 @@ impl Wtx<'_> {
         self.tx.open_table(PACED)?.insert(id, at)?;
         self.tx.open_table(QUEUE)?.remove((due, id))?;
         self.tx.open_table(QUEUE)?.insert((at, id), ())?;
+        self.respool(id, due, at)?;
         if let Some(mut email) = self.load_email(id)? {
             let before = email.summary.clone();
             email.next_attempt_at = Some(at);

@@ -18,6 +18,13 @@ fn sent_with_message_id(tx: &impl Tables, message_id: &str) -> Result<Option<Str
     Ok(found.map(|v| v.value().to_owned()))
 }
 
+/// What `Rtx::spool` found: the entries to work on, and those whose queue entry went.
+#[derive(Debug, Default)]
+pub struct Spooled {
+    pub queued: Vec<(u64, String)>,
+    pub gone: Vec<(u64, String)>,
+}
+
 impl Wtx<'_> {
     /// The keys `enqueue` reads, named ahead (`Store::write_snapshot_ahead`).
     pub fn enqueue_ahead(&self, email: &Email) -> Result<()> {
@@ -30,7 +37,9 @@ impl Wtx<'_> {
         self.tx.open_table(QUEUE)?.insert((due, email.summary.id.as_str()), ())?;
         if let Some(node) = self.shard {
             // Each node delivers what it accepted (its spool); others take over after its lease.
-            self.tx.open_table(CLAIMS)?.insert(email.summary.id.as_str(), node)?;
+            let id = email.summary.id.as_str();
+            self.tx.open_table(CLAIMS)?.insert(id, node)?;
+            self.tx.open_table(SPOOL)?.insert((node, due, id), ())?;
         }
         if let Some(message_id) = &email.message_id {
             let mut ids = self.tx.open_table(MESSAGE_IDS)?;
@@ -79,6 +88,34 @@ impl Rtx {
             out.push((due, id.to_owned()));
             Ok(Flow::Continue(()))
         })?;
+        Ok(out)
+    }
+
+    /// Up to `limit` entries of `node`'s spool (what it claimed), earliest first, each still in
+    /// the queue; and those of them that are not (the message was deleted or cancelled since),
+    /// for `Wtx::unspool`.
+    pub fn spool(&self, node: &str, limit: usize) -> Result<Spooled> {
+        let mut listed = Vec::new();
+        self.tx.open_table(SPOOL)?.scan((node, 0u64, "").., false, |(of, due, id), ()| {
+            if of != node || listed.len() == limit {
+                return Ok(Flow::Break(()));
+            }
+            listed.push((due, id.to_owned()));
+            Ok(Flow::Continue(()))
+        })?;
+        self.ahead(|a| {
+            for (due, id) in &listed {
+                a.key(QUEUE, (*due, id.as_str()));
+            }
+        })?;
+        let queue = self.tx.open_table(QUEUE)?;
+        let mut out = Spooled::default();
+        for (due, id) in listed {
+            match queue.get((due, id.as_str()))?.is_some() {
+                true => out.queued.push((due, id)),
+                false => out.gone.push((due, id)),
+            }
+        }
         Ok(out)
     }
 

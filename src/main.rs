@@ -313,15 +313,17 @@ fn serve(args: ServeArgs) -> ExitCode {
 /// would let only that many reads overlap, and the writes behind them would gather in smaller
 /// group commits. A node held to a quarter core (which counts as one core) took 2,670-2,895
 /// sends/s at 1.25 round trips each on the accept path with eight threads, against 1,350-1,520 at
-/// 3.24 with tokio's one (`benches/scaleout.sh`, run f). At least eight, for that reason: a small
-/// share of the CPU does not make the network's waits shorter. `TOKIO_WORKER_THREADS` still
-/// decides when set.
+/// 3.24 with tokio's one (`benches/scaleout.sh`, run f). At least four, for that reason: a small
+/// share of the CPU does not make the network's waits shorter. Not more: with eight, a node
+/// under that quota spent twice the samples switching threads while it delivered, and accepted
+/// 955-1,214 sends/s in run (b) against 1,305-1,432 with four (2,868/s at 1.33 round trips on
+/// the accept path). `TOKIO_WORKER_THREADS` still decides when set.
 fn runtime_threads(config: &Config) -> Option<usize> {
     if config.cluster.store_url.is_none() || std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
         return None;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Some((cores * 4).max(8))
+    Some((cores * 2).max(4))
 }
 
 async fn run(mut config: Config, demo_mode: bool) -> Result<(), Error> {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Result;
 use super::kv::ReadableTable;
+use super::queue::spooled;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode};
 
@@ -152,6 +153,12 @@ impl Wtx<'_> {
         }
         let keys: Vec<(u64, &str)> = due.iter().map(|(at, id)| (*at, id.as_str())).collect();
         let locked = self.tx.open_table(QUEUE)?.lock_unheld(&keys)?;
+        // Each claim is read below: in one exchange, not one each.
+        self.ahead(|a| {
+            for (_, id) in &keys {
+                a.key(CLAIMS, *id);
+            }
+        })?;
         let mut mine = Vec::new();
         for ((due, id), locked) in keys.into_iter().zip(locked) {
             if !locked {
@@ -189,18 +196,7 @@ impl Wtx<'_> {
             claims.remove(id.as_str())?;
         }
         drop(claims);
-        let mut spool = self.tx.open_table(SPOOL)?;
-        let mut spooled = Vec::new();
-        spool.scan((node, 0u64, "").., false, |(of, due, id), ()| {
-            if of != node {
-                return Ok(std::ops::ControlFlow::Break(()));
-            }
-            spooled.push((due, id.to_owned()));
-            Ok(std::ops::ControlFlow::Continue(()))
-        })?;
-        for (due, id) in &spooled {
-            spool.remove((node, *due, id.as_str()))?;
-        }
+        self.unspool(node, &spooled(self, node, usize::MAX)?)?;
         Ok(mine.len())
     }
 }

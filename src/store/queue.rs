@@ -25,6 +25,19 @@ pub struct Spooled {
     pub gone: Vec<(u64, String)>,
 }
 
+/// Up to `limit` entries `(due, id)` of `node`'s spool, earliest first.
+pub(super) fn spooled(tx: &impl Tables, node: &str, limit: usize) -> Result<Vec<(u64, String)>> {
+    let mut listed = Vec::new();
+    tx.table(SPOOL)?.scan((node, 0u64, "").., false, |(of, due, id), ()| {
+        if of != node || listed.len() == limit {
+            return Ok(Flow::Break(()));
+        }
+        listed.push((due, id.to_owned()));
+        Ok(Flow::Continue(()))
+    })?;
+    Ok(listed)
+}
+
 impl Wtx<'_> {
     /// The keys `enqueue` reads, named ahead (`Store::write_snapshot_ahead`).
     pub fn enqueue_ahead(&self, email: &Email) -> Result<()> {
@@ -95,14 +108,7 @@ impl Rtx {
     /// the queue; and those of them that are not (the message was deleted or cancelled since),
     /// for `Wtx::unspool`.
     pub fn spool(&self, node: &str, limit: usize) -> Result<Spooled> {
-        let mut listed = Vec::new();
-        self.tx.open_table(SPOOL)?.scan((node, 0u64, "").., false, |(of, due, id), ()| {
-            if of != node || listed.len() == limit {
-                return Ok(Flow::Break(()));
-            }
-            listed.push((due, id.to_owned()));
-            Ok(Flow::Continue(()))
-        })?;
+        let listed = spooled(self, node, limit)?;
         self.ahead(|a| {
             for (due, id) in &listed {
                 a.key(QUEUE, (*due, id.as_str()));

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::harness::{Server, TempDir, share_store};
 use crate::mail_world::{MailWorld, basic};
 use crate::pg_cluster::Cluster;
+use crate::smtp_sink::Sink;
 
 pub const LEASE: (&str, &str) = ("EDGEMAIL_CLUSTER_LEASE", "3s");
 
@@ -23,6 +24,19 @@ pub fn two_nodes() -> (MailWorld, Server, TempDir) {
     let w = MailWorld::start_in(dir_a, &[LEASE, ("EDGEMAIL_CLUSTER_NODE", "a")], &[]);
     let b = w.start_node(&dir_b, &["--node", "b"]);
     (w, b, dir_b)
+}
+
+/// The sink received `n` recipients, each exactly once.
+pub fn each_recipient_once(sink: &Sink, n: usize) {
+    let mut per_recipient: HashMap<String, usize> = HashMap::new();
+    for message in sink.messages() {
+        for rcpt in message.rcpt_to {
+            *per_recipient.entry(rcpt).or_default() += 1;
+        }
+    }
+    assert_eq!(per_recipient.len(), n);
+    let twice: Vec<_> = per_recipient.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
 }
 
 pub fn wait_until<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
@@ -79,15 +93,7 @@ fn three_hundred_sends_over_two_nodes_are_each_delivered_exactly_once() {
     w.sink.wait_for(300, Duration::from_secs(90));
     // Anything delivered twice would arrive in the moments after the last first delivery.
     std::thread::sleep(Duration::from_secs(2));
-    let mut per_recipient: HashMap<String, usize> = HashMap::new();
-    for message in w.sink.messages() {
-        for rcpt in message.rcpt_to {
-            *per_recipient.entry(rcpt).or_default() += 1;
-        }
-    }
-    assert_eq!(per_recipient.len(), 300);
-    let twice: Vec<_> = per_recipient.iter().filter(|(_, n)| **n != 1).collect();
-    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
+    each_recipient_once(&w.sink, 300);
     let (log_a, log_b) = (w.server.log(), b.log());
     let delivered = |log: &str| {
         log.matches("\"result\":\"delivered\"").count()

@@ -3,12 +3,11 @@
 //! failure on every removal of a queue entry, for longer than the writer retries), and no
 //! message may be delivered a second time while the node holds the outcomes and tries again.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cluster::wait_until;
+use crate::cluster::{each_recipient_once, wait_until};
 use crate::harness::{TempDir, share_store};
 use crate::mail_world::{MailWorld, basic};
 use crate::pg_cluster::Cluster;
@@ -62,15 +61,7 @@ fn deliveries_whose_outcome_cannot_be_committed_are_not_made_twice() {
             (email["status"] == "delivered").then_some(())
         });
     }
-    let mut per_recipient: HashMap<String, usize> = HashMap::new();
-    for message in w.sink.messages() {
-        for rcpt in message.rcpt_to {
-            *per_recipient.entry(rcpt).or_default() += 1;
-        }
-    }
-    assert_eq!(per_recipient.len(), MESSAGES);
-    let twice: Vec<_> = per_recipient.iter().filter(|(_, n)| **n != 1).collect();
-    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
+    each_recipient_once(&w.sink, MESSAGES);
     assert!(refused > 0, "the injected refusals reached the queue: {}", w.server.log());
     let metrics = w.api().get("/metrics").expect(200).text();
     assert!(metrics.contains("edgemail_store_retries_total"), "{metrics}");

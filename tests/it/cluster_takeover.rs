@@ -3,12 +3,11 @@
 //! same entries split them (or one takes them) instead of both claiming one. Every message is
 //! claimed once and delivered once.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cluster::{LEASE, wait_until};
+use crate::cluster::{LEASE, each_recipient_once, wait_until};
 use crate::harness::{Server, TempDir, share_store};
 use crate::mail_world::{MailWorld, basic};
 use crate::pg_cluster::Cluster;
@@ -46,15 +45,7 @@ fn the_mail_of_a_killed_node_is_claimed_once_by_the_survivors_and_delivered_once
     w.sink.wait_for(MESSAGES, Duration::from_secs(60));
     // Anything delivered twice would arrive in the moments after the last first delivery.
     std::thread::sleep(Duration::from_secs(2));
-    let mut per_recipient: HashMap<String, usize> = HashMap::new();
-    for message in w.sink.messages() {
-        for rcpt in message.rcpt_to {
-            *per_recipient.entry(rcpt).or_default() += 1;
-        }
-    }
-    assert_eq!(per_recipient.len(), MESSAGES);
-    let twice: Vec<_> = per_recipient.iter().filter(|(_, n)| **n != 1).collect();
-    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
+    each_recipient_once(&w.sink, MESSAGES);
     // Each message changed hands once: b's claims and c's add up to the messages.
     let (on_b, on_c) = (claims(&b), claims(&c));
     assert_eq!(on_b + on_c, MESSAGES as u64, "claimed by b {on_b}, by c {on_c}");

@@ -61,8 +61,8 @@ pub(super) fn wide_due(app: &Deps) -> bool {
 /// others' entries once a second, which loaded it and lost a claim write, so each node added
 /// work to every other (the read snapshots per send doubled from one node to two). The claims
 /// are read in one snapshot; the entries nobody holds (a retry after a deferral, the mail of a
-/// node that died) are then claimed in one batch (`claim_free`, under `SKIP LOCKED`), and those
-/// another node took first are left to it. None on a store nobody shares, or while this node is
+/// node that died) are then claimed in one batch (`claim_free`, under `SKIP LOCKED`, whole
+/// destinations), and those another node took first are left to it, as are entries gone. None on a store nobody shares, or while this node is
 /// the only live one (its attempts then claim what they find free one at a time, unopposed).
 pub(super) async fn others(app: &Deps, startable: &[(u64, String)]) -> Result<HashSet<String>> {
     if startable.is_empty() || !app.node.is_shared() {
@@ -74,7 +74,7 @@ pub(super) async fn others(app: &Deps, startable: &[(u64, String)]) -> Result<Ha
     }
     let node = app.node.name().to_owned();
     let now = now_ms();
-    let ids: Vec<String> = startable.iter().map(|(_, id)| id.clone()).collect();
+    let entries = startable.to_vec();
     let found = {
         let node = node.clone();
         app.store
@@ -82,19 +82,17 @@ pub(super) async fn others(app: &Deps, startable: &[(u64, String)]) -> Result<Ha
                 if known.is_none() && r.live_nodes(now)?.iter().all(|n| *n == node) {
                     return Ok(None);
                 }
-                r.claims_of(&ids, &node, now).map(Some)
+                r.claims_of(&entries, &node, now).map(Some)
             })
             .await?
     };
     let until = Instant::now() + ALONE;
     *lock(&app.queue.peers.alone) = Some((found.is_none(), until));
     let found = found.unwrap_or_default();
-    let mut held: HashSet<String> = found.others.into_iter().collect();
+    let mut held: HashSet<String> = found.others.into_iter().chain(found.gone).collect();
     if !found.free.is_empty() {
-        let free: HashSet<String> = found.free.into_iter().collect();
-        let free: Vec<(u64, String)> =
-            startable.iter().filter(|(_, id)| free.contains(id)).cloned().collect();
         let margin = app.node.claim_margin();
+        let free = found.free;
         let batch = free.clone();
         let mine: HashSet<String> = app
             .store
@@ -106,7 +104,7 @@ pub(super) async fn others(app: &Deps, startable: &[(u64, String)]) -> Result<Ha
         if !mine.is_empty() {
             tracing::info!(claimed = mine.len(), of = free.len(), "queued mail claimed in a batch");
         }
-        held.extend(free.into_iter().map(|(_, id)| id).filter(|id| !mine.contains(id)));
+        held.extend(free.into_iter().map(|(_, id, _)| id).filter(|id| !mine.contains(id)));
     }
     let again = Instant::now() + ELSEWHERE;
     let mut elsewhere = lock(&app.queue.elsewhere);

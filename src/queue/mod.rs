@@ -375,6 +375,11 @@ async fn finish(
         let node = node.clone();
         let commit = move |w: &mut crate::store::Wtx<'_>| -> crate::error::Result<bool> {
             if let Some(node) = &node {
+                if !w.is_queued_in_write(due, &email)? {
+                    // Deleted or cancelled meanwhile, its claim with it (`Wtx::unqueue`): the
+                    // outcome is dropped, as `finish_attempt` drops it on a store of its own.
+                    return Ok(false);
+                }
                 if !w.holds_claim(&email, node, now_ms())? {
                     return Err(crate::store::Error::Conflict(LEASE_LOST.into()).into());
                 }

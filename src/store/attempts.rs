@@ -184,7 +184,8 @@ impl Wtx<'_> {
             resumed = self.resume_after_delivery(&email, now)?;
         } else {
             email.next_attempt_at = Some(retry_at);
-            self.tx.open_table(QUEUE)?.insert((retry_at, id), ())?;
+            let destination = email.destination();
+            self.tx.open_table(QUEUE)?.insert((retry_at, id), destination.as_str())?;
         }
         if today.sent > 0 && stats::counted(&email) {
             self.bump_day(&domain, now, |c| {

@@ -10,14 +10,20 @@ use super::queue::spooled;
 use super::tables::*;
 use super::{Rtx, Tables, Wtx, decode, encode};
 
-/// What `Rtx::claims_of` found of a set of queued messages.
+/// What `Rtx::claims_of` found of a set of queue entries.
 #[derive(Debug, Default)]
 pub struct ClaimsOf {
     /// Claimed by another node whose heartbeat is current.
     pub others: Vec<String>,
-    /// Claimed by nobody, or by a node whose heartbeat ran out.
-    pub free: Vec<String>,
+    /// Claimed by nobody, or by a node whose heartbeat ran out: `(due, id, destination)`, for
+    /// `Wtx::claim_free`.
+    pub free: Vec<Free>,
+    /// No longer in the queue (delivered, deleted or moved since the scan read it).
+    pub gone: Vec<String>,
 }
+
+/// A queue entry nobody live holds: its due time, its message, and its destination.
+pub type Free = (u64, String, String);
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Lease {
@@ -134,16 +140,19 @@ impl Wtx<'_> {
         Ok(())
     }
 
-    /// Claims for `node` those of the queue entries `due` (messages `claims_of` found nobody
-    /// holding) that no other node is claiming at this moment, in one batch; answers the ids it
-    /// claimed. The entries are locked with `SKIP LOCKED` (`lock_unheld`): nodes that look at the
-    /// same free entries together split them instead of losing to each other, and a node skips
-    /// what another is taking. Each claim is then checked as `claim` does (the entry may have
-    /// been claimed and committed since the read that found it free); like `claim`, nothing is
-    /// taken while this node's own heartbeat has less than `margin` ms to run.
+    /// Claims for `node` those of the queue entries `due` (entries `claims_of` found nobody
+    /// holding) that no other node is taking, in one batch, a destination at a time; answers the
+    /// ids it claimed. The entries are locked with `SKIP LOCKED` (`lock_unheld`): nodes that look
+    /// at the same free entries together split them instead of losing to each other. Each claim
+    /// is then checked as `claim` does (it may have been taken and committed since the read that
+    /// found it free). A destination of which another node holds or is locking an entry is left
+    /// to that node whole: one node then delivers a destination's mail of the batch, over the
+    /// connections its pool keeps there, within that destination's limits. An entry of no known
+    /// destination ("", queued by an older release) stands alone. Like `claim`, nothing is taken
+    /// while this node's own heartbeat has less than `margin` ms to run.
     pub fn claim_free(
         &mut self,
-        due: &[(u64, String)],
+        due: &[Free],
         node: &str,
         now: u64,
         margin: u64,
@@ -151,7 +160,7 @@ impl Wtx<'_> {
         if due.is_empty() || !alive(self, node, now.saturating_add(margin))? {
             return Ok(Vec::new());
         }
-        let keys: Vec<(u64, &str)> = due.iter().map(|(at, id)| (*at, id.as_str())).collect();
+        let keys: Vec<(u64, &str)> = due.iter().map(|(at, id, _)| (*at, id.as_str())).collect();
         let locked = self.tx.open_table(QUEUE)?.lock_unheld(&keys)?;
         // Each claim is read below: in one exchange, not one each.
         self.ahead(|a| {
@@ -159,24 +168,31 @@ impl Wtx<'_> {
                 a.key(CLAIMS, *id);
             }
         })?;
-        let mut mine = Vec::new();
-        for ((due, id), locked) in keys.into_iter().zip(locked) {
-            if !locked {
-                continue;
-            }
-            let holder = self.tx.open_table(CLAIMS)?.get(id)?.map(|v| v.value().to_owned());
-            let free = match holder.as_deref() {
-                // Already this node's: nothing to write.
-                Some(holder) if holder == node => false,
-                Some(holder) => !alive(self, holder, now)?,
+        let mut holders = Vec::with_capacity(due.len());
+        let mut elsewhere = std::collections::HashSet::new();
+        for ((_, id, destination), locked) in due.iter().zip(locked) {
+            let holder =
+                self.tx.open_table(CLAIMS)?.get(id.as_str())?.map(|v| v.value().to_owned());
+            let ours = match holder.as_deref() {
+                _ if !locked => false,
+                Some(holder) => holder == node || !alive(self, holder, now)?,
                 None => true,
             };
-            if free {
-                self.take_claim(due, id, node, holder.as_deref())?;
+            if !ours {
+                elsewhere.insert(destination.as_str());
             }
-            if free || holder.as_deref() == Some(node) {
-                mine.push(id.to_owned());
+            holders.push((ours, holder));
+        }
+        let mut mine = Vec::new();
+        for ((due, id, destination), (ours, holder)) in due.iter().zip(holders) {
+            let whole = destination.is_empty() || !elsewhere.contains(destination.as_str());
+            if !ours || !whole {
+                continue;
             }
+            if holder.as_deref() != Some(node) {
+                self.take_claim(*due, id, node, holder.as_deref())?;
+            }
+            mine.push(id.clone());
         }
         Ok(mine)
     }
@@ -209,21 +225,27 @@ impl Rtx {
         holds_claim(self, id, node, now)
     }
 
-    /// Of `ids` (queued messages), those another node holds a claim on with a heartbeat current
-    /// at `now`, and those nobody holds (no claim, or its holder's heartbeat ran out): their
-    /// claims read in one exchange, then each holder's heartbeat once.
-    pub fn claims_of(&self, ids: &[String], node: &str, now: u64) -> Result<ClaimsOf> {
+    /// Of the queue entries `entries`, those another node holds a claim on with a heartbeat
+    /// current at `now`, those nobody holds (no claim, or its holder's heartbeat ran out) with
+    /// their destination, and those gone from the queue: the claims and the entries read in one
+    /// exchange, then each holder's heartbeat once.
+    pub fn claims_of(&self, entries: &[(u64, String)], node: &str, now: u64) -> Result<ClaimsOf> {
         self.ahead(|a| {
-            for id in ids {
-                a.key(CLAIMS, id.as_str());
+            for (due, id) in entries {
+                a.key(CLAIMS, id.as_str()).key(QUEUE, (*due, id.as_str()));
             }
         })?;
-        let claims = self.tx.open_table(CLAIMS)?;
+        let (claims, queue) = (self.tx.open_table(CLAIMS)?, self.tx.open_table(QUEUE)?);
         let mut live: Vec<(String, bool)> = Vec::new();
         let mut out = ClaimsOf::default();
-        for id in ids {
+        for (due, id) in entries {
+            let Some(destination) = queue.get((*due, id.as_str()))? else {
+                out.gone.push(id.clone());
+                continue;
+            };
+            let free = (*due, id.clone(), destination.value().to_owned());
             let Some(holder) = claims.get(id.as_str())? else {
-                out.free.push(id.clone());
+                out.free.push(free);
                 continue;
             };
             let holder = holder.value();
@@ -240,7 +262,7 @@ impl Rtx {
             };
             match alive {
                 true => out.others.push(id.clone()),
-                false => out.free.push(id.clone()),
+                false => out.free.push(free),
             }
         }
         Ok(out)
@@ -261,7 +283,7 @@ impl Rtx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::emails::{Email, Folder};
+    use super::super::emails::{Delivery, Email, Folder};
     use super::super::kv::conformance::pg_cluster::Cluster;
     use super::super::{Options, Store};
     use super::*;
@@ -279,10 +301,26 @@ mod tests {
     }
 
     fn outbound(id: &str) -> Email {
+        to(id, &["r@X.test"])
+    }
+
+    /// An outbound message to `recipients`, none delivered yet.
+    fn to(id: &str, recipients: &[&str]) -> Email {
         let mut e = Email::default();
         e.summary.id = id.into();
         e.summary.mailbox = "m@x.test".into();
         e.summary.folder = Folder::Outbox;
+        e.deliveries = recipients
+            .iter()
+            .map(|r| Delivery {
+                recipient: (*r).to_owned(),
+                status: Default::default(),
+                attempts: 0,
+                last_response: None,
+                updated_at: 0,
+                bounce_class: None,
+            })
+            .collect();
         e
     }
 
@@ -322,11 +360,10 @@ mod tests {
         assert!(spool(&b, "b").is_empty());
         // A batch claim of entries nobody live holds.
         write(&a, |w| w.enqueue(&outbound("em_2"), 2000));
-        let ids = vec!["em_2".to_owned()];
-        let found = b.read_blocking(move |r| r.claims_of(&ids, "b", now)).expect("read"); // ok: test
-        assert_eq!(found.free, ["em_2"]);
-        let due = vec![(2000, "em_2".to_owned())];
-        assert_eq!(write(&b, move |w| w.claim_free(&due, "b", now, 0)), ["em_2"]);
+        let entries = vec![(2000, "em_2".to_owned())];
+        let found = b.read_blocking(move |r| r.claims_of(&entries, "b", now)).expect("read"); // ok: test
+        assert_eq!(found.free, [(2000, "em_2".to_owned(), "x.test".to_owned())]);
+        assert_eq!(write(&b, move |w| w.claim_free(&found.free, "b", now, 0)), ["em_2"]);
         assert_eq!((spool(&a, "a"), spool(&b, "b")), (vec![], vec![(2000, "em_2".to_owned())]));
         // The queue entry goes (the message was deleted): the spool tells, and drops it.
         write(&b, |w| w.tx.open_table(QUEUE)?.remove((2000, "em_2")).map(drop));
@@ -341,5 +378,47 @@ mod tests {
         assert!(spool(&b, "b").is_empty());
         a.close();
         b.close();
+    }
+
+    /// A batch claim takes a destination whole or not at all: of free entries read together, a
+    /// destination one of whose entries a live node claimed meanwhile is left to that node, the
+    /// others are taken; a message's destination is the set of its pending recipients' domains.
+    /// A message deleted while claimed takes its claim and spool entry with it.
+    #[test]
+    fn a_batch_claim_takes_whole_destinations_and_a_deleted_message_leaves_no_claim() {
+        let url = Cluster::shared().database();
+        let (a, b, c) = (node(&url, "ga"), node(&url, "gb"), node(&url, "gc"));
+        let now = 1_800_000_000_000;
+        write(&a, move |w| w.heartbeat("ga", now + 60_000));
+        write(&b, move |w| w.heartbeat("gb", now + 60_000));
+        write(&c, move |w| w.heartbeat("gc", now - 1));
+        let queued = [("x1", &["r@x.test"][..]), ("x2", &["s@X.test"]), ("y1", &["t@y.test"])];
+        for (at, (id, rcpts)) in queued.into_iter().enumerate() {
+            let (mut email, due) = (to(id, rcpts), 100 + at as u64);
+            email.next_attempt_at = Some(due);
+            // Queued by a node that stopped since: nobody live holds them.
+            write(&c, move |w| w.enqueue(&email, due));
+        }
+        let both = to("xy", &["u@y.test", "v@x.test"]);
+        assert_eq!(both.destination(), "x.test,y.test");
+        let entries: Vec<(u64, String)> =
+            [(100, "x1"), (101, "x2"), (102, "y1")].map(|(at, id)| (at, id.to_owned())).into();
+        let found = b.read_blocking(move |r| r.claims_of(&entries, "gb", now)).expect("read"); // ok: test
+        let dests: Vec<&str> = found.free.iter().map(|(_, _, d)| d.as_str()).collect();
+        assert_eq!(dests, ["x.test", "x.test", "y.test"]);
+        // Node ga claims x1 and commits before gb's batch claim.
+        assert!(write(&a, move |w| w.claim(100, "x1", "ga", now, 0)));
+        assert_eq!(write(&b, move |w| w.claim_free(&found.free, "gb", now, 0)), ["y1"]);
+        assert_eq!(spool(&b, "gb"), [(102, "y1".to_owned())]);
+        // Deleting x1 while ga holds it drops the claim and ga's spool entry in the same write.
+        write(&a, |w| w.delete_email("x.test", "x1").map(drop));
+        assert!(spool(&a, "ga").is_empty());
+        let claim = a.read_blocking(|r| -> Result<bool> {
+            Ok(r.tx.open_table(CLAIMS)?.get("x1")?.is_some())
+        });
+        assert!(!claim.expect("read"), "the claim went with the message"); // ok: test
+        a.close();
+        b.close();
+        c.close();
     }
 }

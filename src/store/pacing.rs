@@ -77,8 +77,10 @@ impl Wtx<'_> {
             return Ok(Slot::Now);
         }
         self.tx.open_table(PACED)?.insert(id, at)?;
-        self.tx.open_table(QUEUE)?.remove((due, id))?;
-        self.tx.open_table(QUEUE)?.insert((at, id), ())?;
+        let mut queue = self.tx.open_table(QUEUE)?;
+        let destination = queue.remove((due, id))?.map(|v| v.value().to_owned());
+        queue.insert((at, id), destination.as_deref().unwrap_or(""))?;
+        drop(queue);
         self.respool(id, due, at)?;
         if let Some(mut email) = self.load_email(id)? {
             let before = email.summary.clone();

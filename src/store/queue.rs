@@ -47,7 +47,10 @@ impl Wtx<'_> {
     /// Stores an outbound message in its outbox and queues it for `due`.
     pub fn enqueue(&mut self, email: &Email, due: u64) -> Result<()> {
         self.insert_email(email)?;
-        self.tx.open_table(QUEUE)?.insert((due, email.summary.id.as_str()), ())?;
+        let destination = email.destination();
+        self.tx
+            .open_table(QUEUE)?
+            .insert((due, email.summary.id.as_str()), destination.as_str())?;
         if let Some(node) = self.shard {
             // Each node delivers what it accepted (its spool); others take over after its lease.
             let id = email.summary.id.as_str();
@@ -72,7 +75,7 @@ impl Wtx<'_> {
         let Some(mut email) = self.load_email(id)? else { return Ok(()) };
         let Some(due) = email.next_attempt_at.take() else { return Ok(()) };
         let before = email.summary.clone();
-        self.tx.open_table(QUEUE)?.remove((due, id))?;
+        self.unqueue(due, id)?;
         email.cancel_pending();
         email.summary.folder = Folder::Sent;
         self.replace_email(&before, &email)
@@ -94,7 +97,7 @@ impl Rtx {
     pub fn due(&self, now: u64, limit: usize) -> Result<Vec<(u64, String)>> {
         let table = self.tx.open_table(QUEUE)?;
         let mut out = Vec::new();
-        table.scan((0u64, "").., false, |(due, id), ()| {
+        table.scan((0u64, "").., false, |(due, id), _| {
             if due > now || out.len() == limit {
                 return Ok(Flow::Break(()));
             }
@@ -136,7 +139,7 @@ impl Rtx {
         let table = self.tx.open_table(QUEUE)?;
         let total = table.len()?;
         let mut due = 0;
-        table.scan((0u64, "")..(now.saturating_add(1), ""), false, |_, ()| {
+        table.scan((0u64, "")..(now.saturating_add(1), ""), false, |_, _| {
             due += 1;
             Ok(Flow::Continue(()))
         })?;

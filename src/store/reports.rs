@@ -7,7 +7,6 @@ use super::emails::Folder;
 use super::error::Result;
 use super::events::{EventType, email_data, outcome_data};
 use super::status::{DeliveryStatus, EnrollmentStatus};
-use super::tables::*;
 use super::{Wtx, stats};
 use crate::autoreply::Classification;
 use crate::bounce;
@@ -59,7 +58,7 @@ impl Wtx<'_> {
         }
         if email.all_final() {
             if let Some(due) = email.next_attempt_at.take() {
-                self.tx.open_table(QUEUE)?.remove((due, id))?;
+                self.unqueue(due, id)?;
             }
             email.summary.folder = Folder::once_sent(email.summary.folder);
         }

@@ -32,9 +32,11 @@ pub const EMAILS: TableDefinition<&str, &[u8]> = TableDefinition::new("emails");
 /// (mailbox address, folder code, createdAt, email id) -> summary: a folder listing is one range read.
 pub const EMAIL_INDEX: TableDefinition<(&str, u8, u64, &str), &[u8]> =
     TableDefinition::new("email_index");
-/// (due time, email id) -> (): outbound messages waiting for a delivery attempt. "What is due" is
-/// one range read from the start.
-pub const QUEUE: TableDefinition<(u64, &str), ()> = TableDefinition::new("queue");
+/// (due time, email id) -> its destination (`Email::destination`): outbound messages waiting for
+/// a delivery attempt. "What is due" is one range read from the start. The destination lets a
+/// node sharing the store claim free entries a destination at a time (`Wtx::claim_free`); an
+/// entry written before it was kept has "" (stored as nothing, as `()` was).
+pub const QUEUE: TableDefinition<(u64, &str), &str> = TableDefinition::new("queue");
 /// (domain, lower-cased address) -> `Suppression`: addresses we must not send to.
 pub const SUPPRESSIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("suppressions");
 /// (domain, unsubscribedAt, lower-cased address) -> (): suppressions in time order, for paging.

@@ -64,6 +64,21 @@ fn index_key(s: &Summary) -> (&str, u8, u64, &str) {
 }
 
 impl Wtx<'_> {
+    /// Takes the queue entry `(due, id)` away for good (its message is deleted, cancelled, or
+    /// every recipient is final without an attempt). On a shared store the claim on it goes too,
+    /// with the holder's spool entry: nothing is left for a node to find, or to keep until it
+    /// restarts.
+    pub(super) fn unqueue(&mut self, due: u64, id: &str) -> Result<()> {
+        self.tx.open_table(QUEUE)?.remove((due, id))?;
+        if self.shard.is_some() {
+            let holder = self.tx.open_table(CLAIMS)?.remove(id)?.map(|v| v.value().to_owned());
+            if let Some(holder) = holder {
+                self.tx.open_table(SPOOL)?.remove((holder.as_str(), due, id))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Stores a message in its mailbox's folder. Used by sending and inbound delivery, and by
     /// tests to seed a data directory.
     pub fn insert_email(&mut self, email: &Email) -> Result<()> {
@@ -122,7 +137,7 @@ impl Wtx<'_> {
         };
         if let Some(due) = email.next_attempt_at.take() {
             // Deleting a message that still waits in the queue cancels what is not final yet.
-            self.tx.open_table(QUEUE)?.remove((due, id))?;
+            self.unqueue(due, id)?;
             email.cancel_pending();
         }
         let mut index = self.tx.open_table(EMAIL_INDEX)?;
@@ -220,7 +235,6 @@ impl Wtx<'_> {
             ids.push((folder, at, id.to_owned()));
         }
         let mut emails = self.tx.open_table(EMAILS)?;
-        let mut queue = self.tx.open_table(QUEUE)?;
         for (folder, at, id) in &ids {
             index.remove((mailbox, *folder, *at, id.as_str()))?;
             self.release_raw(id)?;
@@ -229,7 +243,7 @@ impl Wtx<'_> {
             let removed = emails.remove(id.as_str())?;
             let removed = removed.as_ref().map(|v| read_doc(id, v.value()));
             if let Some(Ok((Email { next_attempt_at: Some(due), .. }, _))) = removed {
-                queue.remove((due, id.as_str()))?;
+                self.unqueue(due, id)?;
             }
             self.imap_forget_message(id)?;
         }

@@ -179,6 +179,21 @@ impl Email {
         MessageStatus::of(self.deliveries.iter().map(|d| d.status))
     }
 
+    /// Where the recipients still waiting for delivery are: their domains, lower-cased, sorted and
+    /// joined by commas. Claims on a shared store's queue go by it, so that one node delivers a
+    /// destination's mail of a batch over the connections its pool keeps to it.
+    pub fn destination(&self) -> String {
+        let mut domains: Vec<String> = self
+            .deliveries
+            .iter()
+            .filter(|d| !d.status.is_final())
+            .map(|d| d.recipient.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase())
+            .collect();
+        domains.sort_unstable();
+        domains.dedup();
+        domains.join(",")
+    }
+
     /// Whether every recipient has a final status.
     pub fn all_final(&self) -> bool {
         self.deliveries.iter().all(|d| d.status.is_final())

@@ -72,7 +72,6 @@ pub fn move_to_byte_tables(tx: &Embedded) -> Result<()> {
         CONTACT_EMAILS: (&str, &str) => &str,
         EMAILS: &str => &[u8],
         EMAIL_INDEX: (&str, u8, u64, &str) => &[u8],
-        QUEUE: (u64, &str) => (),
         SUPPRESSIONS: (&str, &str) => &[u8],
         SUPPRESSIONS_BY_TIME: (&str, u64, &str) => (),
         TRACKING: &str => &[u8],
@@ -114,6 +113,17 @@ pub fn move_to_byte_tables(tx: &Embedded) -> Result<()> {
         IMAP_MESSAGES: &str => &[u8],
         IMAP_FLAG_LOG: (&str, u8, u64) => u32,
     }
+    // The typed queue held no destination (its values were `()`); each entry gets "", as the
+    // byte tables read such an entry (`tables::QUEUE`).
+    let old: TableDefinition<(u64, &str), ()> = TableDefinition::new(QUEUE.name());
+    {
+        let from = tx.redb().open_table(old)?;
+        let mut to = kv.open_table(QUEUE)?;
+        for entry in from.iter()? {
+            to.insert(entry?.0.value(), "")?;
+        }
+    }
+    tx.redb().delete_table(old)?;
     Ok(())
 }
 

@@ -34,7 +34,25 @@ start_sender_dns() {
 # smtp-sink on port $1 (pipelining on, a backlog of 1000 connections).
 start_sink() {
   "$POSTFIX_TOOLS/smtp-sink" -u "$(id -un)" "127.0.0.1:$1" 1000 &
-  PIDS="$PIDS $!"
+  SINK=$!
+  PIDS="$PIDS $SINK"
+}
+
+# cpu_ticks PID: the CPU time (user + system, in clock ticks) process PID used so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# thread_ticks PID: "name ticks" for each thread name of process PID (numbered threads such as
+# dkim-0 and dkim-1 summed under one name).
+thread_ticks() {
+  cat /proc/"$1"/task/*/stat 2>/dev/null |
+    awk '{sub(/-[0-9]+\)$/, ")", $2); t[$2] += $14 + $15} END {for (n in t) print n, t[n]}'
+}
+# thread_split N BEFORE AFTER: the CPU a message of each thread name between two thread_ticks,
+# over N messages, on one line.
+thread_split() {
+  { echo "$2" | sed 's/^/0 /'; echo "$3" | sed 's/^/1 /'; } |
+    awk -v n="$1" -v t="$(getconf CLK_TCK)" '{ v[$2] += ($1 == 1 ? $3 : -$3) }
+      END { printf "server CPU a message by thread:"
+        for (k in v) if (v[k] > 0) printf " %s %.3f ms", k, v[k] * 1000 / t / n; print "" }'
 }
 
 # A release build (or the binary $BENCH_BIN, say an older build for a before/after figure) and a

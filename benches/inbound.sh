@@ -43,13 +43,16 @@ if [ -f "$CORPUS" ]; then
     --ham "$DATA/corpus/spamassassin-dev/ham"
 fi
 # blast MAILBOX: the load into one mailbox; prints "... MS ms: RATE messages/s".
+# Then, on a line of its own, the server's CPU a message by thread (where the time goes).
 blast() {
-  local start end
+  local start end before
+  before=$(thread_ticks "$SERVER")
   start=$(date +%s%3N)
   # -s sessions in parallel, -m messages in all, -l message size; one recipient each.
   "$SOURCE" -s "$SESSIONS" -m "$MESSAGES" -l "$SIZE" -f bench@sender.test -t "$1@bench.example" "$SMTP"
   end=$(date +%s%3N)
   echo "$MESSAGES messages in $(( end - start )) ms: $(( MESSAGES * 1000 / (end - start) )) messages/s"
+  thread_split "$MESSAGES" "$before" "$(thread_ticks "$SERVER")"
 }
 echo "== $MESSAGES messages of $SIZE bytes over $SESSIONS connections to $SMTP, spam filter and Sieve on"
 echo "accepted $(blast inbox)"

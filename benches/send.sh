@@ -67,8 +67,21 @@ done
 NOW=$(date +%s%3N)
 [ "$NOW" -lt "$AT" ] || { echo "scheduling took too long; raise the 4000 ms lead" >&2; exit 1; }
 sleep "$(echo "($AT - $NOW) / 1000" | bc -l)"
+# Where the machine's CPU went while the queue drained: the server (DKIM signing included), the
+# sink, and the rest (the kernel's loopback in softirq, this script's polls), each in ms a message.
+TICK=$(getconf CLK_TCK)
+THREADS0=$(thread_ticks "$SERVER")
+SERVER0=$(cpu_ticks "$SERVER"); SINK0=$(cpu_ticks "$SINK"); MACHINE0=$(awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat)
 drain 0.05
 END=$(date +%s%3N)
+THREADS1=$(thread_ticks "$SERVER")
+SERVER1=$(cpu_ticks "$SERVER"); SINK1=$(cpu_ticks "$SINK"); MACHINE1=$(awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat)
 ELAPSED=$(( END - AT ))
-echo "delivered $(( BATCHES * 500 )) messages in ${ELAPSED} ms: $(( BATCHES * 500 * 1000 / ELAPSED )) messages/s"
+N=$(( BATCHES * 500 ))
+echo "delivered $N messages in ${ELAPSED} ms: $(( N * 1000 / ELAPSED )) messages/s"
+echo "$SERVER0 $SERVER1 $SINK0 $SINK1 $MACHINE0 $MACHINE1" | awk -v n="$N" -v t="$TICK" '{
+  s = ($2 - $1) * 1000 / t / n; k = ($4 - $3) * 1000 / t / n; m = ($6 - $5) * 1000 / t / n
+  printf "CPU a message: server %.3f ms, sink %.3f ms, the rest of the machine %.3f ms (all %.3f)\n", s, k, m - s - k, m }'
+# The server's share by thread name (DKIM signers, runtime workers, the store's writer...).
+thread_split "$N" "$THREADS0" "$THREADS1"
 grep -c . "$DATA/server.log" | xargs echo "server log lines (warnings/errors):"

@@ -3,6 +3,9 @@
 //! is bounded (instructions, redirects, messages out, variable and header sizes). Vacation
 //! settings become a small script of their own, run by the same runtime.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use sieve::compiler::grammar::Capability;
 use sieve::{Compiler, Runtime, Sieve};
 
@@ -35,6 +38,46 @@ pub fn compile(script: &str) -> Result<Sieve, String> {
             format!("{text} at line {}, column {}", e.line_num().max(1), e.line_pos().max(1))
         }
     })
+}
+
+/// Script text kept compiled for delivery, at most this many bytes of it, and this many scripts.
+const KEPT_BYTES: usize = 2 * 1024 * 1024;
+const KEPT_SCRIPTS: usize = 1024;
+
+/// Compiled scripts by their text. A script is the same program wherever its text is the same
+/// (the compiler's settings are fixed), so the text is the whole key: a changed script is new
+/// text, and nothing needs telling. Process-wide for that reason.
+#[derive(Default)]
+struct Compiled {
+    scripts: HashMap<String, Arc<Sieve>>,
+    bytes: usize,
+}
+
+/// `script` compiled, as `compile` does, from the scripts delivery already compiled when it is
+/// one of them. Delivery ran the compiler on every message and recipient before: with a short
+/// script, compiling it was about 3 % of the server's CPU for each received message
+/// (`benches/profiles/inbound-filter-sieve.txt`). Failures are not kept (a stored script
+/// compiled when it was stored, so they are rare, and each says where it fails).
+pub fn compiled(script: &str) -> Result<Arc<Sieve>, String> {
+    static KEPT: OnceLock<Mutex<Compiled>> = OnceLock::new();
+    let kept = KEPT.get_or_init(Mutex::default);
+    let lock = || kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(found) = lock().scripts.get(script) {
+        return Ok(found.clone());
+    }
+    let sieve = Arc::new(compile(script)?);
+    let mut kept = lock();
+    // Room is made by dropping any kept script (the map's order is arbitrary): a mailbox whose
+    // script went compiles it again on its next message, no more.
+    while kept.bytes + script.len() > KEPT_BYTES || kept.scripts.len() >= KEPT_SCRIPTS {
+        let Some(gone) = kept.scripts.keys().next().cloned() else { break };
+        kept.scripts.remove(&gone);
+        kept.bytes -= gone.len();
+    }
+    if kept.scripts.insert(script.to_owned(), sieve.clone()).is_none() {
+        kept.bytes += script.len();
+    }
+    Ok(sieve)
 }
 
 /// The runtime delivery runs scripts in: `host` names us in what it writes. Capabilities that
@@ -95,6 +138,18 @@ mod tests {
         let e = compile("require \"fileinto\";\nfileinto \"a\"\nkeep;\n").expect_err("bad"); // ok: test
         assert!(e.contains(" at line ") && e.contains(", column "), "{e}");
         assert!(compile("require \"fileinto\";\nfileinto \"x\";\n").is_ok());
+    }
+
+    /// The same text is compiled once and shared; other text, or a fault, is compiled anew.
+    #[test]
+    fn delivery_compiles_a_script_once() {
+        let text = "require \"fileinto\";\nfileinto \"kept-once\";\n";
+        let (a, b) = (compiled(text).expect("a"), compiled(text).expect("b")); // ok: test
+        assert!(Arc::ptr_eq(&a, &b));
+        let other = compiled("require \"fileinto\";\nfileinto \"kept-other\";\n");
+        assert!(!Arc::ptr_eq(&a, &other.expect("other"))); // ok: test
+        let bad = "require \"fileinto\";\nfileinto \"a\"\nkeep;\n";
+        assert_eq!(compiled(bad).err(), compile(bad).err());
     }
 
     #[test]

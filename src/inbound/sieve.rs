@@ -161,7 +161,7 @@ fn one(
     answerable: bool,
     now: u64,
 ) -> Result<Sieved, String> {
-    let script = crate::filters::compile(text)?;
+    let script = crate::filters::compiled(text)?;
     let mut ctx = runtime.filter(&f.raw);
     ctx.set_envelope(Envelope::From, f.sender.as_str());
     ctx.set_envelope(Envelope::To, f.mailbox.as_str());

@@ -62,8 +62,9 @@ pub(super) fn wide_due(app: &Deps) -> bool {
 /// work to every other (the read snapshots per send doubled from one node to two). The claims
 /// are read in one snapshot; the entries nobody holds (a retry after a deferral, the mail of a
 /// node that died) are then claimed in one batch (`claim_free`, under `SKIP LOCKED`, whole
-/// destinations), and those another node took first are left to it, as are entries gone. None on a store nobody shares, or while this node is
-/// the only live one (its attempts then claim what they find free one at a time, unopposed).
+/// destinations), and those another node took first are left to it, as are entries gone. None
+/// on a store nobody shares, or while this node is the only live one (its attempts then claim
+/// what they find free one at a time, unopposed).
 pub(super) async fn others(app: &Deps, startable: &[(u64, String)]) -> Result<HashSet<String>> {
     if startable.is_empty() || !app.node.is_shared() {
         return Ok(HashSet::new());

@@ -36,6 +36,21 @@ fn alive(tx: &impl Tables, node: &str, now: u64) -> Result<bool> {
     Ok(tx.table(NODES)?.get(node)?.is_some_and(|until| until.value() > now))
 }
 
+/// The heartbeats of the holders met in one batch of claims, each read once.
+#[derive(Default)]
+struct Heartbeats(Vec<(String, bool)>);
+
+impl Heartbeats {
+    fn alive(&mut self, tx: &impl Tables, node: &str, now: u64) -> Result<bool> {
+        if let Some((_, alive)) = self.0.iter().find(|(name, _)| name == node) {
+            return Ok(*alive);
+        }
+        let found = alive(tx, node, now)?;
+        self.0.push((node.to_owned(), found));
+        Ok(found)
+    }
+}
+
 fn holds_claim(tx: &impl Tables, id: &str, node: &str, now: u64) -> Result<bool> {
     let mine = tx.table(CLAIMS)?.get(id)?.is_some_and(|v| v.value() == node);
     Ok(mine && alive(tx, node, now)?)
@@ -169,13 +184,14 @@ impl Wtx<'_> {
             }
         })?;
         let mut holders = Vec::with_capacity(due.len());
+        let mut heartbeats = Heartbeats::default();
         let mut elsewhere = std::collections::HashSet::new();
         for ((_, id, destination), locked) in due.iter().zip(locked) {
             let holder =
                 self.tx.open_table(CLAIMS)?.get(id.as_str())?.map(|v| v.value().to_owned());
             let ours = match holder.as_deref() {
                 _ if !locked => false,
-                Some(holder) => holder == node || !alive(self, holder, now)?,
+                Some(holder) => holder == node || !heartbeats.alive(self, holder, now)?,
                 None => true,
             };
             if !ours {
@@ -236,7 +252,7 @@ impl Rtx {
             }
         })?;
         let (claims, queue) = (self.tx.open_table(CLAIMS)?, self.tx.open_table(QUEUE)?);
-        let mut live: Vec<(String, bool)> = Vec::new();
+        let mut heartbeats = Heartbeats::default();
         let mut out = ClaimsOf::default();
         for (due, id) in entries {
             let Some(destination) = queue.get((*due, id.as_str()))? else {
@@ -252,15 +268,7 @@ impl Rtx {
             if holder == node {
                 continue;
             }
-            let alive = match live.iter().find(|(name, _)| name == holder) {
-                Some((_, alive)) => *alive,
-                None => {
-                    let alive = alive(self, holder, now)?;
-                    live.push((holder.to_owned(), alive));
-                    alive
-                }
-            };
-            match alive {
+            match heartbeats.alive(self, holder, now)? {
                 true => out.others.push(id.clone()),
                 false => out.free.push(free),
             }
